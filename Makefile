@@ -1,0 +1,73 @@
+# Two commands do everything (see README.md):
+#   make serve   set up, build the site and serve it on http://127.0.0.1:8000
+#   make test    set up, build the site and run every test
+# Each step below is skipped when its outputs are newer than its inputs.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PORT   ?= 8000
+# Which model the site serves: a preset (tiny, small-random), a local directory
+# saved with save_pretrained, or a Hugging Face Hub id (gpt2, distilgpt2, ...).
+MODEL  ?= tiny
+MODEL_NAME := $(notdir $(patsubst %/,%,$(MODEL)))
+ifneq ($(filter $(MODEL),tiny small-random),)
+  MODEL_FROM := --preset $(MODEL)
+else
+  MODEL_FROM := --from $(MODEL)
+endif
+MODEL_DIR := build/models/$(MODEL_NAME)
+export TX_MODEL := $(MODEL_NAME)
+export NO_MKDOCS_2_WARNING := 1
+
+VENV_STAMP := $(VENV)/.installed
+NPM_STAMP  := node_modules/.installed
+VENDOR     := build/vendor/versions.json
+MANIFEST   := $(MODEL_DIR)/manifest.json
+
+.PHONY: help serve test site setup assets model browser test-js test-py clean
+
+help:
+	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
+	@echo "make test    build everything and run every test"
+	@echo "(also: make site | model MODEL=... | assets | setup | clean)"
+
+serve: site
+	$(PY) site_src/serve.py site --port $(PORT)
+
+test: site browser
+	node --test tests/js/
+	$(PY) -m pytest
+
+setup: $(VENV_STAMP) $(NPM_STAMP)
+
+$(VENV_STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[export,docs,test]'
+	touch $@
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+assets: $(VENDOR)
+$(VENDOR): site_src/assets.py package-lock.json $(wildcard demos/*.py) | setup
+	$(PY) site_src/assets.py
+
+model: $(MANIFEST)
+$(MANIFEST): $(wildcard model_export/*.py) | setup
+	$(VENV)/bin/model-export build $(MODEL_FROM) --out $(MODEL_DIR)
+
+site: setup assets model
+	$(VENV)/bin/mkdocs build --strict --quiet
+
+# A Chromium for the browser tests: an existing one, else Debian's package when
+# running as root on Debian, else Playwright's own download (needs internet).
+browser: setup
+	$(PY) tests/chromium.py --ensure
+
+clean:
+	rm -rf site build/vendor build/models

@@ -1,0 +1,103 @@
+/**
+ * <tx-next-token>: your text → GPT-2 tokenizer → the site's model in onnxruntime-web →
+ * the ten most likely next tokens.
+ *
+ * Attributes (all optional):
+ *   prompt    initial text, default "The Transformer is a"
+ *   backend   "auto" (WebGPU when an adapter exists, else WASM), "webgpu" or "wasm"
+ *   model     a model name under models/ (default: the site's default model)
+ */
+import { loadModel } from "../runtime/model.js";
+import { topK } from "../runtime/probs.js";
+import { TxElement, escapeHtml, formatProb } from "./base.js";
+
+const TOP = 10;
+
+/** Make spaces and line breaks in a token visible. */
+function visible(text) {
+  return text.replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\t/g, "⇥");
+}
+
+class TxNextToken extends TxElement {
+  template() {
+    return `
+      <div class="title">What comes next? <span class="badge" title="Where the model runs"></span></div>
+      <label class="prompt">Your text <textarea rows="2" spellcheck="false"></textarea></label>
+      <div class="row">
+        <label>Run on <select name="backend">
+          <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
+        </select></label>
+        <span class="tokens" aria-label="Tokens"></span>
+      </div>
+      <table class="topk"><thead><tr><th>#</th><th>token</th><th>id</th><th>probability</th></tr></thead><tbody></tbody></table>`;
+  }
+
+  mount() {
+    const text = this.$("textarea");
+    text.value = this.getAttribute("prompt") ?? "The Transformer is a";
+    const select = this.$("select");
+    select.value = this.getAttribute("backend") ?? "auto";
+    let timer = null;
+    text.addEventListener("input", () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => this.update(), 250);
+    });
+    select.addEventListener("change", () => this.update());
+    this.generation = 0;
+    this.onProgress = (event) => {
+      if (this.dataset.state !== "ready") this.showProgress(event.message, event);
+    };
+    this.update();
+  }
+
+  async update() {
+    const generation = ++this.generation;
+    const stale = () => generation !== this.generation;
+    try {
+      const model = await loadModel({
+        model: this.getAttribute("model") || undefined,
+        backend: this.$("select").value,
+        onProgress: this.onProgress,
+      });
+      if (stale()) return;
+      this.showBadge(model.info);
+      const ids = model.tokenizer.encode(this.$("textarea").value);
+      this.showTokens(model.tokenizer, ids);
+      if (ids.length === 0) {
+        this.$("tbody").innerHTML = "";
+        this.showReady("Type some text to see the model's guesses.");
+        return;
+      }
+      this.showProgress("Running the model…");
+      const logits = await model.lastLogits(ids);
+      if (stale()) return;
+      this.render(model.tokenizer, topK(logits, TOP));
+      this.showReady(`${ids.length} token${ids.length === 1 ? "" : "s"} in, one distribution over ${logits.length.toLocaleString("en")} tokens out.`);
+    } catch (err) {
+      if (!stale()) this.showError(err);
+    }
+  }
+
+  showBadge({ backend, variant, threads, name }) {
+    const badge = this.$(".badge");
+    badge.textContent = backend === "webgpu" ? `WebGPU · ${variant} · ${name}` : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
+    this.dataset.backend = backend;
+  }
+
+  showTokens(tokenizer, ids) {
+    this.$(".tokens").innerHTML = ids.slice(0, 64)
+      .map((id) => `<span class="token" title="id ${id}">${escapeHtml(visible(tokenizer.tokenToString(id)))}</span>`).join("")
+      + (ids.length > 64 ? ` … (${ids.length} tokens)` : "");
+  }
+
+  render(tokenizer, top) {
+    this.dataset.runs = String(Number(this.dataset.runs || 0) + 1);
+    this.$("tbody").innerHTML = top.map(({ id, prob }, rank) => `
+      <tr data-id="${id}" data-prob="${prob}">
+        <td>${rank + 1}</td><td class="token">${escapeHtml(visible(tokenizer.tokenToString(id)))}</td>
+        <td>${id}</td><td><span class="bar"><span style="width:${(100 * prob) / top[0].prob}%"></span></span> ${formatProb(prob)}</td>
+      </tr>`).join("");
+  }
+}
+
+customElements.define("tx-next-token", TxNextToken);

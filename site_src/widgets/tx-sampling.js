@@ -1,0 +1,112 @@
+/**
+ * <tx-sampling>: temperature, top-k and top-p over a fixed logits vector.
+ *
+ * Attributes (all optional):
+ *   logits       comma-separated scores, e.g. "3.2,2.5,2.1"
+ *   labels       comma-separated token labels of the same length
+ *   temperature  initial temperature (0 = greedy), default 1
+ *   top-k        initial k (0 = off), default 0
+ *   top-p        initial p (1 = off), default 1
+ *
+ * The distribution is computed by `demos.sampling.next_token_distribution` in the
+ * Pyodide worker: the same function the test suite checks against PyTorch.
+ */
+import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { TxElement, escapeHtml, formatProb } from "./base.js";
+
+const EXAMPLE = {
+  context: "The cat sat on the",
+  labels: ["mat", "floor", "sofa", "bed", "roof", "table", "chair", "rug", "window", "moon"],
+  logits: [3.2, 2.5, 2.1, 1.9, 1.2, 1.0, 0.8, 0.6, 0.1, -1.5],
+};
+
+function parseList(text, convert) {
+  return text.split(",").map((s) => convert(s.trim()));
+}
+
+class TxSampling extends TxElement {
+  template() {
+    return `
+      <div class="title">Next-token probabilities <span class="context"></span></div>
+      <div class="controls">
+        <label>Temperature <input name="temperature" type="range" min="0" max="2" step="0.05"><output></output></label>
+        <label>Top-k <input name="top_k" type="range" min="0" step="1"><output></output></label>
+        <label>Top-p <input name="top_p" type="range" min="0.05" max="1" step="0.05"><output></output></label>
+      </div>
+      <div class="bars" role="list"></div>
+      <div class="summary"></div>`;
+  }
+
+  mount() {
+    this.labels = this.hasAttribute("labels") ? parseList(this.getAttribute("labels"), String) : EXAMPLE.labels;
+    this.logits = this.hasAttribute("logits") ? parseList(this.getAttribute("logits"), Number) : EXAMPLE.logits;
+    this.$(".context").textContent = this.hasAttribute("logits") ? "" : `after “${EXAMPLE.context} …”`;
+    if (this.logits.some((x) => !Number.isFinite(x)) || this.labels.length !== this.logits.length) {
+      this.showError("The logits attribute must be numbers, as many as the labels.");
+      return;
+    }
+    const initial = {
+      temperature: this.getAttribute("temperature") ?? "1",
+      top_k: this.getAttribute("top-k") ?? "0",
+      top_p: this.getAttribute("top-p") ?? "1",
+    };
+    this.$('input[name="top_k"]').max = String(this.logits.length);
+    for (const input of this.shadowRoot.querySelectorAll("input[type=range]")) {
+      input.value = initial[input.name];
+      input.addEventListener("input", () => this.update());
+    }
+    this.generation = 0;
+    this.unsubscribe = onPythonProgress((event) => {
+      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
+    });
+    this.update();
+  }
+
+  disconnectedCallback() {
+    this.unsubscribe?.();
+  }
+
+  /** Current slider values as the keyword arguments of next_token_distribution. */
+  request() {
+    const value = (name) => Number(this.$(`input[name="${name}"]`).value);
+    return { logits: this.logits, temperature: value("temperature"), top_k: value("top_k"), top_p: value("top_p") };
+  }
+
+  showValues({ temperature, top_k, top_p }) {
+    const out = (name) => this.$(`input[name="${name}"] + output`);
+    out("temperature").textContent = temperature === 0 ? "0 (greedy)" : temperature.toFixed(2);
+    out("top_k").textContent = top_k === 0 ? "off" : String(top_k);
+    out("top_p").textContent = top_p === 1 ? "off" : top_p.toFixed(2);
+  }
+
+  async update() {
+    const request = this.request();
+    this.showValues(request);
+    const generation = ++this.generation;
+    try {
+      const dist = await callDemo("sampling", "next_token_distribution", request);
+      if (generation !== this.generation) return; // a newer slider value is on its way
+      this.render(request, dist);
+      this.showReady();
+    } catch (err) {
+      if (generation === this.generation) this.showError(err);
+    }
+  }
+
+  render(request, dist) {
+    this.dataset.request = JSON.stringify({ temperature: request.temperature, top_k: request.top_k, top_p: request.top_p });
+    const peak = Math.max(...dist.probs);
+    this.$(".bars").innerHTML = dist.probs.map((p, i) => `
+      <div class="bar-row${dist.kept[i] ? "" : " removed"}" role="listitem" data-index="${i}" data-prob="${p}">
+        <span class="label">${escapeHtml(this.labels[i])}</span>
+        <span class="bar"><span style="width:${peak > 0 ? (100 * p) / peak : 0}%"></span></span>
+        <span class="value">${formatProb(p)}</span>
+      </div>`).join("");
+    const kept = dist.kept.filter(Boolean).length;
+    this.$(".summary").textContent = dist.greedy
+      ? "Temperature 0: greedy decoding always picks the highest-scoring token."
+      : `${kept} of ${dist.probs.length} tokens can be sampled.`;
+  }
+}
+
+customElements.define("tx-sampling", TxSampling);

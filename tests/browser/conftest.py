@@ -1,0 +1,119 @@
+"""Browser-test fixtures: the built site on 127.0.0.1 and a headless Chromium.
+
+Every page is watched: a request to any origin other than the test server, or an
+error on the console, fails the test that caused it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "site"
+sys.path.insert(0, str(ROOT / "site_src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from chromium import find_chromium  # noqa: E402
+from serve import serve_in_thread  # noqa: E402
+
+BASE_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+    # Chromium contacts Google hosts at start-up even with the flags above; resolve nothing but localhost.
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+WEBGPU_ARGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-angle=swiftshader",
+               "--use-webgpu-adapter=swiftshader", "--enable-unsafe-swiftshader"]
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    if not (SITE / "index.html").exists():
+        pytest.fail("site/ is not built: run `make site` (make test does it)")
+    server, url = serve_in_thread(SITE)
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def playwright_instance():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p
+
+
+def _launch(playwright_instance, extra_args):
+    path = find_chromium()
+    if path is None:
+        pytest.fail("no Chromium found: run `make browser` or set CHROMIUM")
+    return playwright_instance.chromium.launch(executable_path=path, headless=True, args=BASE_ARGS + extra_args)
+
+
+@pytest.fixture(scope="session")
+def browser(playwright_instance):
+    b = _launch(playwright_instance, [])
+    yield b
+    b.close()
+
+
+@pytest.fixture(scope="session")
+def webgpu_browser(playwright_instance):
+    b = _launch(playwright_instance, WEBGPU_ARGS)
+    yield b
+    b.close()
+
+
+class WatchedPage:
+    """A page plus what it did that a test must not allow."""
+
+    def __init__(self, context, site_url):
+        self.external: list[str] = []
+        self.errors: list[str] = []
+        origin = site_url.rstrip("/")
+        local = (origin, "data:", "blob:")
+
+        def route(r):
+            if r.request.url.startswith(local):
+                r.continue_()
+            else:
+                self.external.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        context.on("request", lambda req: None if req.url.startswith(local) else self.external.append(req.url))
+        self.page = context.new_page()
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        self.page.on("response", lambda r: self.errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None)
+        self.site_url = site_url
+
+    def goto(self, path: str):
+        self.page.goto(self.site_url + path)
+        return self.page
+
+    def check(self):
+        assert not self.external, f"requests to other origins: {json.dumps(sorted(set(self.external)), indent=1)}"
+        assert not self.errors, f"console errors: {json.dumps(self.errors, indent=1)}"
+
+
+def _watched(browser, site_url):
+    context = browser.new_context()
+    watched = WatchedPage(context, site_url)
+    yield watched
+    context.close()
+    watched.check()
+
+
+@pytest.fixture
+def page(browser, site_url):
+    yield from _watched(browser, site_url)
+
+
+@pytest.fixture
+def webgpu_page(webgpu_browser, site_url):
+    yield from _watched(webgpu_browser, site_url)
