@@ -54,7 +54,7 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $@
 
 assets: $(VENDOR)
-$(VENDOR): site_src/assets.py package-lock.json $(wildcard demos/*.py) | setup
+$(VENDOR): site_src/assets.py package-lock.json | setup
 	$(PY) site_src/assets.py
 
 model: $(MANIFEST)

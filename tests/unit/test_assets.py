@@ -1,8 +1,8 @@
 """The runtime-file gatherer verifies hashes and builds a demos wheel Pyodide can lock."""
 
 import hashlib
-import io
 import json
+import os
 import sys
 import zipfile
 from pathlib import Path
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 sys.path.insert(0, str(ROOT / "site_src"))
 
 import assets  # noqa: E402
@@ -60,13 +61,16 @@ def test_lock_entry_names_numpy_and_the_wheel_hash(tmp_path):
     assert "demos" not in lock["packages"]  # the npm copy of the lock is left untouched
 
 
-def test_vendored_lock_matches_vendored_files():
-    """What `make` gathered: every wheel the site serves has the sha256 its lock file names."""
-    vendor = ROOT / "build" / "vendor" / "pyodide"
-    if not vendor.exists():
-        pytest.fail("build/vendor is missing: run `make assets`")
-    lock = json.loads((vendor / "pyodide-lock.json").read_text())
+def test_built_site_lock_matches_served_wheels():
+    """What the site serves: every wheel has the sha256 its lock file names, demos included."""
+    pyodide = SITE / "assets" / "vendor" / "pyodide"
+    if not pyodide.exists():
+        pytest.fail(f"{SITE} is not built: run `make site`")
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text())
     assert lock["info"]["version"] == assets.PYODIDE_VERSION
     for name in ("numpy", "demos"):
         entry = lock["packages"][name]
-        assert hashlib.sha256((vendor / entry["file_name"]).read_bytes()).hexdigest() == entry["sha256"]
+        assert hashlib.sha256((pyodide / entry["file_name"]).read_bytes()).hexdigest() == entry["sha256"]
+    with zipfile.ZipFile(pyodide / lock["packages"]["demos"]["file_name"]) as zf:
+        for source in (ROOT / "demos").rglob("*.py"):   # the served wheel is the current source
+            assert zf.read(source.relative_to(ROOT).as_posix()) == source.read_bytes(), source
