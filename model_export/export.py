@@ -1,0 +1,193 @@
+"""Export ``gpt2.GPT2`` to a single ONNX file with a key/value cache.
+
+Inputs and outputs (names follow transformers.js / optimum so browser code can reuse them):
+
+    input_ids                  (batch_size, sequence_length)           int64
+    attention_mask             (batch_size, total_sequence_length)     int64
+    position_ids               (batch_size, sequence_length)           int64
+    past_key_values.{i}.key    (batch_size, n_head, past_sequence_length, head_dim)   float32
+    past_key_values.{i}.value  (same)
+    ->
+    logits                     (batch_size, sequence_length, vocab_size)              float32
+    present.{i}.key            (batch_size, n_head, total_sequence_length, head_dim)  float32
+    present.{i}.value          (same)
+
+total_sequence_length = past_sequence_length + sequence_length. One graph serves the prefill
+(a zero-length past) and every decode step.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .gpt2 import GPT2, GPT2Config
+
+OPSET = 21
+BATCH, SEQUENCE, PAST, TOTAL = "batch_size", "sequence_length", "past_sequence_length", "total_sequence_length"
+
+
+@dataclass
+class ExportResult:
+    """What ``export_onnx`` wrote.
+
+    Attributes:
+        path: The ONNX file.
+        bytes: Its size.
+        seconds: Wall time of the export, save included.
+    """
+
+    path: Path
+    bytes: int
+    seconds: float
+
+
+def io_names(n_layer: int, attentions: bool = False, hidden_states: bool = False) -> tuple[list[str], list[str]]:
+    """Names of the graph's inputs and outputs, in ``GPT2.forward`` order.
+
+    Args:
+        n_layer: Number of blocks.
+        attentions: Whether the model returns ``attentions.{i}``.
+        hidden_states: Whether the model returns ``hidden_states.{i}`` (n_layer + 1 of them).
+
+    Returns:
+        ``(input_names, output_names)``.
+    """
+    inputs = ["input_ids", "attention_mask", "position_ids"]
+    outputs = ["logits"]
+    for i in range(n_layer):
+        inputs += [f"past_key_values.{i}.key", f"past_key_values.{i}.value"]
+        outputs += [f"present.{i}.key", f"present.{i}.value"]
+    if attentions:
+        outputs += [f"attentions.{i}" for i in range(n_layer)]
+    if hidden_states:
+        outputs += [f"hidden_states.{i}" for i in range(n_layer + 1)]
+    return inputs, outputs
+
+
+def example_inputs(config: GPT2Config, batch: int = 2, sequence: int = 5, past: int = 3) -> tuple[torch.Tensor, ...]:
+    """Sample arguments for tracing. Sizes must be >= 2 or torch.export fixes them as constants."""
+    generator = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(0, config.vocab_size, (batch, sequence), generator=generator)  # (B, T)
+    attention_mask = torch.ones(batch, past + sequence, dtype=torch.int64)  # (B, P+T)
+    position_ids = torch.arange(past, past + sequence).repeat(batch, 1)  # (B, T)
+    cache_shape = (batch, config.n_head, past, config.head_dim)
+    past_kv = [torch.randn(cache_shape, generator=generator) for _ in range(2 * config.n_layer)]
+    return (input_ids, attention_mask, position_ids, *past_kv)
+
+
+def dynamic_shapes(config: GPT2Config) -> tuple:
+    """torch.export dimension spec matching ``GPT2.forward(input_ids, attention_mask, position_ids, *past)``.
+
+    The mask's length is past + sequence; torch.export cannot state a sum of two ``Dim``s, so it
+    is ``Dim.AUTO`` (inferred) and renamed to ``total_sequence_length`` after export.
+    """
+    Dim = torch.export.Dim
+    batch = Dim(BATCH, min=1)
+    sequence = Dim(SEQUENCE, min=1, max=config.n_positions)
+    past = Dim(PAST, min=1, max=config.n_positions - 1)  # 0 works at run time; export needs >= 1
+    cache = {0: batch, 2: past}
+    return (
+        {0: batch, 1: sequence},  # input_ids
+        {0: batch, 1: Dim.AUTO},  # attention_mask
+        {0: batch, 1: sequence},  # position_ids
+        tuple(cache for _ in range(2 * config.n_layer)),  # *past is a single pytree node
+    )
+
+
+def export_onnx(model: GPT2, path: str | Path) -> ExportResult:
+    """Exports ``model`` to one ONNX file (weights inside, the tied embedding stored once).
+
+    Args:
+        model: The module to export; its output flags decide the extra outputs.
+        path: Destination ``.onnx`` file; parent directories are created.
+
+    Returns:
+        Path, size and time of the export.
+    """
+    import onnx
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    input_names, output_names = io_names(model.config.n_layer, model.output_attentions, model.output_hidden_states)
+    model.eval()
+    with torch.no_grad(), quiet_exporter():
+        program = torch.onnx.export(
+            model,
+            example_inputs(model.config),
+            input_names=input_names,
+            output_names=output_names,
+            dynamic_shapes=dynamic_shapes(model.config),
+            opset_version=OPSET,
+            dynamo=True,
+            verbose=False,
+        )
+    program.save(str(path), external_data=False)
+
+    proto = onnx.load(str(path))
+    name_total_length(proto)
+    onnx.save(proto, str(path))
+    return ExportResult(path, path.stat().st_size, time.perf_counter() - start)
+
+
+@contextmanager
+def quiet_exporter():
+    """Silences the exporter's notes that do not concern this model.
+
+    They are: optional torchvision operators not being registered, a pytree deprecation inside
+    torch, and dimension names being merged (batch_size and the others are shared by several
+    inputs on purpose).
+    """
+    exporter_log = logging.getLogger("torch.onnx._internal.exporter._registration")
+    level = exporter_log.level
+    exporter_log.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r"# The axis name: .* will not be used")
+            warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
+            yield
+    finally:
+        exporter_log.setLevel(level)
+
+
+def name_total_length(proto) -> None:
+    """Renames the inferred past + sequence dimension to ``total_sequence_length`` in place.
+
+    torch.export names it after an internal symbol (``s12``) on the mask and as an expression
+    (``past_sequence_length + sequence_length``) on the present outputs.
+    """
+    mask = next(value for value in proto.graph.input if value.name == "attention_mask")
+    inferred = mask.type.tensor_type.shape.dim[1].dim_param
+    for value in [*proto.graph.input, *proto.graph.output]:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.dim_param and (dim.dim_param == inferred or "+" in dim.dim_param):
+                dim.dim_param = TOTAL
+
+
+def tied_embedding_copies(proto, config: GPT2Config) -> int:
+    """Counts initializers holding a (V, C) or (C, V) matrix; 1 means the tied weight is stored once."""
+    shapes = {(config.vocab_size, config.n_embd), (config.n_embd, config.vocab_size)}
+    return sum(tuple(init.dims) in shapes for init in proto.graph.initializer)
+
+
+def graph_io(proto) -> tuple[list[dict], list[dict]]:
+    """Describes the graph's inputs and outputs as ``{"name", "dtype", "shape"}`` dicts.
+
+    Shapes list dimension names for symbolic axes and integers for fixed ones.
+    """
+    import onnx
+
+    def describe(value) -> dict:
+        tensor_type = value.type.tensor_type
+        shape = [dim.dim_param or dim.dim_value for dim in tensor_type.shape.dim]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor_type.elem_type).name
+        return {"name": value.name, "dtype": dtype, "shape": shape}
+
+    return [describe(v) for v in proto.graph.input], [describe(v) for v in proto.graph.output]
