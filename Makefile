@@ -28,7 +28,7 @@ NPM_STAMP  := node_modules/.installed
 VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
 
-.PHONY: help serve test site setup assets model browser test-js test-py clean
+.PHONY: help serve test site setup assets model browser pyodide-wheels clean
 
 help:
 	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
@@ -38,7 +38,7 @@ help:
 serve: site
 	$(PY) site_src/serve.py site --port $(PORT)
 
-test: site browser
+test: site browser pyodide-wheels
 	node --test tests/js/
 	$(PY) -m pytest
 
@@ -68,6 +68,15 @@ site: setup assets model
 # running as root on Debian, else Playwright's own download (needs internet).
 browser: setup
 	$(PY) tests/chromium.py --ensure
+
+# pytest and friends as pure-Python wheels, to run the demos tests inside Pyodide.
+PYODIDE_WHEELS := build/cache/pyodide-wheels/.downloaded
+pyodide-wheels: $(PYODIDE_WHEELS)
+$(PYODIDE_WHEELS): tests/pyodide/requirements.txt | setup
+	$(PY) -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+	  --platform any --python-version 3.12 --implementation py \
+	  -r tests/pyodide/requirements.txt -d $(@D)
+	touch $@
 
 clean:
 	rm -rf site build/vendor build/models

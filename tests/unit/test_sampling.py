@@ -1,27 +1,35 @@
 """Golden tests for demos.sampling against PyTorch and Hugging Face warpers.
 
 Each table below is a list of cases; one parametrized test per function runs the
-NumPy implementation and an independent reference (torch.softmax, or the
-`transformers` logits warpers called as `warper(input_ids, scores)`) in float64.
+NumPy implementation and independent references: the `transformers` logits warpers
+called as `warper(input_ids, scores)` and torch.softmax in float64 (CPython), and a
+plain-Python transcription of the same rules (everywhere, also inside Pyodide, where
+tests/pyodide/run.mjs runs this file against the wheel the site serves).
 """
 
 import math
 
 import numpy as np
 import pytest
-import torch
-from transformers.generation.logits_process import (
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
+
+try:
+    import torch
+    from transformers.generation.logits_process import (
+        TemperatureLogitsWarper,
+        TopKLogitsWarper,
+        TopPLogitsWarper,
+    )
+except ImportError:  # inside Pyodide: the PyTorch references are skipped, the rest runs
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch/transformers reference (CPython only)")
 
 from demos import sampling
 from demos.sampling import next_token_distribution, sample, softmax, top_k_filter, top_p_filter
 
 TOL = 1e-12  # float64 everywhere, so agreement should be to rounding error
 INF = math.inf
-IDS = torch.zeros((1, 1), dtype=torch.long)  # warpers ignore input_ids, but require them
+IDS = torch.zeros((1, 1), dtype=torch.long) if torch else None  # warpers ignore input_ids, but require them
 
 _rng = np.random.default_rng(1234)
 RANDOM_20 = (3.0 * _rng.standard_normal(20)).tolist()  # continuous values: no ties
@@ -50,6 +58,32 @@ def hf_warp(logits, temperature=1.0, top_k=0, top_p=1.0):
     for warper in warpers:
         scores = warper(IDS, scores)
     return scores[0]
+
+
+def py_softmax(scores):
+    """Softmax in plain Python floats (-inf scores get probability 0)."""
+    top = max(scores)
+    weights = [math.exp(x - top) if x > -INF else 0.0 for x in scores]
+    total = math.fsum(weights)
+    return [w / total for w in weights]
+
+
+def py_warp(logits, temperature=1.0, top_k=0, top_p=1.0):
+    """HF's warper rules (temperature, top-k, top-p) transcribed in plain Python."""
+    scores = [x / temperature for x in logits]
+    if 0 < top_k < len(scores):
+        kth = sorted(scores, reverse=True)[top_k - 1]
+        scores = [x if x >= kth else -INF for x in scores]
+    if top_p < 1.0:
+        probs = py_softmax(scores)
+        order = sorted(range(len(scores)), key=lambda i: scores[i])  # ascending, stable
+        cumulative, removed = 0.0, set()
+        for position, i in enumerate(order):
+            cumulative += probs[i]
+            if cumulative <= 1.0 - top_p and position < len(order) - 1:
+                removed.add(i)
+        scores = [-INF if i in removed else x for i, x in enumerate(scores)]
+    return scores
 
 
 def assert_close(actual, expected, tol=TOL):
@@ -95,6 +129,12 @@ SOFTMAX_CASES = [
 
 
 @pytest.mark.parametrize("logits, temperature", SOFTMAX_CASES)
+def test_softmax_matches_plain_python(logits, temperature):
+    assert_close(softmax(logits, temperature=temperature), py_softmax([x / temperature for x in logits]))
+
+
+@needs_torch
+@pytest.mark.parametrize("logits, temperature", SOFTMAX_CASES)
 def test_softmax_matches_torch(logits, temperature):
     got = softmax(logits, temperature=temperature)
     expected = torch.softmax(torch_row(logits) / temperature, dim=-1)[0]
@@ -118,7 +158,7 @@ GREEDY_CASES = [
 
 @pytest.mark.parametrize("logits", GREEDY_CASES)
 def test_temperature_zero_is_argmax_one_hot(logits):
-    winner = int(torch.argmax(torch_row(logits)[0]))  # torch returns the first maximum
+    winner = logits.index(max(logits))  # the first maximum, as torch.argmax returns
     one_hot = [1.0 if i == winner else 0.0 for i in range(len(logits))]
     assert softmax(logits, temperature=0) == one_hot
     # Greedy ignores top-k and top-p entirely.
@@ -156,11 +196,11 @@ TOP_K_CASES = [
 @pytest.mark.parametrize("logits, k, expected_kept", TOP_K_CASES)
 def test_top_k_filter_matches_hf(logits, k, expected_kept):
     got = top_k_filter(logits, k)
-    if k >= 1:
+    assert got == py_warp(logits, top_k=k)
+    if k >= 1 and torch is not None:
         reference = TopKLogitsWarper(top_k=k)(IDS, torch_row(logits))[0].tolist()
-    else:  # HF rejects k <= 0; generate() treats top_k=0 as "off"
-        reference = list(map(float, logits))
-    assert got == reference  # same survivors, survivors bit-identical
+        assert got == reference  # same survivors, survivors bit-identical
+    # (HF rejects k <= 0; generate() treats top_k=0 as "off", as we do.)
     if expected_kept is not None:
         assert [x > -INF for x in got] == expected_kept
     assert_plain(got)
@@ -199,8 +239,10 @@ TOP_P_CASES = [
 def test_top_p_filter_matches_hf(logits, p, expected_kept):
     got = top_p_filter(logits, p)
     ours = np.array([x > -INF for x in got])
-    reference = TopPLogitsWarper(top_p=p)(IDS, torch_row(logits))[0].numpy()
-    hf = np.isfinite(reference)
+    if torch is not None:
+        hf = np.isfinite(TopPLogitsWarper(top_p=p)(IDS, torch_row(logits))[0].numpy())
+    else:  # the same rule in plain Python, with a stable sort
+        hf = np.array([x > -INF for x in py_warp(logits, top_p=p)])
     z = np.asarray(logits, dtype=np.float64)
     # Survivors keep their logits exactly.
     assert np.array_equal(np.asarray(got)[ours], z[ours])
@@ -247,6 +289,16 @@ PIPELINE_CASES = [
 
 
 @pytest.mark.parametrize("logits, temperature, top_k, top_p", PIPELINE_CASES)
+def test_next_token_distribution_matches_plain_python(logits, temperature, top_k, top_p):
+    d = next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)
+    warped = py_warp(logits, temperature, top_k, top_p)
+    assert d["kept"] == [x > -INF for x in warped]
+    assert_close(d["probs"], py_softmax(warped))
+    assert_close(d["base_probs"], py_softmax([x / temperature for x in logits]))
+
+
+@needs_torch
+@pytest.mark.parametrize("logits, temperature, top_k, top_p", PIPELINE_CASES)
 def test_next_token_distribution_matches_hf_pipeline(logits, temperature, top_k, top_p):
     d = next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)
     warped = hf_warp(logits, temperature, top_k, top_p)
@@ -273,8 +325,11 @@ def test_order_of_filters_matters():
     # The other order would keep 0.4 + 0.3 -> 2 tokens.
     d = next_token_distribution(PROBS_4321, top_k=2, top_p=0.5)
     assert d["num_kept"] == 1
-    reverse = TopKLogitsWarper(top_k=2)(IDS, TopPLogitsWarper(top_p=0.5)(IDS, torch_row(PROBS_4321)))
-    assert int(torch.isfinite(reverse).sum()) == 2
+    reverse = top_k_filter(top_p_filter(PROBS_4321, 0.5), 2)
+    assert sum(x > -INF for x in reverse) == 2
+    if torch is not None:
+        hf_reverse = TopKLogitsWarper(top_k=2)(IDS, TopPLogitsWarper(top_p=0.5)(IDS, torch_row(PROBS_4321)))
+        assert int(torch.isfinite(hf_reverse).sum()) == 2
 
 
 def test_temperature_changes_the_nucleus():
