@@ -117,12 +117,14 @@ def new_gelu(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-def causal_padding_mask(attention_mask: torch.Tensor, num_new: int) -> torch.Tensor:
+def allowed_keys(attention_mask: torch.Tensor, num_new: int) -> torch.Tensor:
     """Says which keys each new query may attend to.
 
     The ``num_new`` queries are the last tokens of the sequence: query ``i`` sits at absolute
     position ``P + i`` (P = number of cached tokens) and may see keys ``0 .. P + i``, provided
-    those keys are real tokens rather than padding.
+    those keys are real tokens rather than padding. A padding query would then see nothing at
+    all; it is allowed to see itself, so that every row of the softmax has at least one entry
+    (its output is never used).
 
     Args:
         attention_mask: (B, P+T) int, 1 for a real token, 0 for padding.
@@ -136,8 +138,27 @@ def causal_padding_mask(attention_mask: torch.Tensor, num_new: int) -> torch.Ten
     key_pos = torch.arange(total, device=attention_mask.device)  # (P+T,)
     query_pos = key_pos[total - num_new :]  # (T,)  absolute positions P .. P+T-1
     causal = key_pos[None, :] <= query_pos[:, None]  # (T, P+T)
+    is_self = key_pos[None, :] == query_pos[:, None]  # (T, P+T)
     is_token = attention_mask[:, None, None, :].bool()  # (B, 1, 1, P+T)
-    return causal[None, None, :, :] & is_token  # (B, 1, T, P+T)
+    return causal[None, None] & (is_token | is_self[None, None])  # (B, 1, T, P+T)
+
+
+def attention_bias(attention_mask: torch.Tensor, num_new: int) -> torch.Tensor:
+    """The mask as a number added to the attention scores: 0 where allowed, very negative elsewhere.
+
+    Adding the most negative float32 (rather than -inf) sends the hidden keys' probabilities to
+    exactly 0 after the softmax. Written as an addition, the attention is the pattern ONNX
+    Runtime's tools recognise and can replace by one fused MultiHeadAttention operator.
+
+    Args:
+        attention_mask: (B, P+T) int, 1 for a real token, 0 for padding.
+        num_new: T, the number of new tokens (queries).
+
+    Returns:
+        (B, 1, T, P+T) float32.
+    """
+    allowed = allowed_keys(attention_mask, num_new)  # (B, 1, T, P+T)
+    return torch.where(allowed, 0.0, torch.finfo(torch.float32).min)  # (B, 1, T, P+T)
 
 
 class CausalSelfAttention(nn.Module):
@@ -162,13 +183,13 @@ class CausalSelfAttention(nn.Module):
         return x.transpose(1, 2).contiguous().view(B, T, nh * hd)
 
     def forward(
-        self, x: torch.Tensor, allowed: torch.Tensor, past_key: torch.Tensor, past_value: torch.Tensor
+        self, x: torch.Tensor, bias: torch.Tensor, past_key: torch.Tensor, past_value: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Attends from the new tokens to the cached and the new tokens.
 
         Args:
             x: (B, T, C) the new tokens' residual stream after ln_1.
-            allowed: (B, 1, T, P+T) bool from ``causal_padding_mask``.
+            bias: (B, 1, T, P+T) from ``attention_bias``, added to the scores.
             past_key: (B, nh, P, hd) cached keys.
             past_value: (B, nh, P, hd) cached values.
 
@@ -186,8 +207,8 @@ class CausalSelfAttention(nn.Module):
 
         # scaled dot-product scores: how well each query matches each key
         scores = (q @ key.transpose(-2, -1)) / math.sqrt(self.head_dim)  # (B, nh, T, P+T)
-        # hide future tokens and padding; a finite minimum (not -inf) keeps all-masked rows free of NaN
-        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)  # (B, nh, T, P+T)
+        # hide future tokens and padding
+        scores = scores + bias  # (B, nh, T, P+T)
         # each row becomes a probability distribution over the visible keys
         probs = F.softmax(scores, dim=-1)  # (B, nh, T, P+T)
         # weighted average of the values
@@ -225,13 +246,13 @@ class Block(nn.Module):
         self.mlp = MLP(config)
 
     def forward(
-        self, x: torch.Tensor, allowed: torch.Tensor, past_key: torch.Tensor, past_value: torch.Tensor
+        self, x: torch.Tensor, bias: torch.Tensor, past_key: torch.Tensor, past_value: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Updates the residual stream.
 
         Args:
             x: (B, T, C) residual stream.
-            allowed: (B, 1, T, P+T) bool attention mask.
+            bias: (B, 1, T, P+T) attention bias (0 or very negative).
             past_key: (B, nh, P, hd) cached keys of this layer.
             past_value: (B, nh, P, hd) cached values of this layer.
 
@@ -239,7 +260,7 @@ class Block(nn.Module):
             A tuple ``(x, key, value, probs)``: the new residual stream (B, T, C), this layer's
             updated cache (B, nh, P+T, hd) twice, and its attention probabilities (B, nh, T, P+T).
         """
-        attn_out, key, value, probs = self.attn(self.ln_1(x), allowed, past_key, past_value)
+        attn_out, key, value, probs = self.attn(self.ln_1(x), bias, past_key, past_value)
         x = x + attn_out  # (B, T, C)
         x = x + self.mlp(self.ln_2(x))  # (B, T, C)
         return x, key, value, probs
@@ -295,7 +316,7 @@ class GPT2(nn.Module):
         B, T = input_ids.shape
         if not past:
             past = tuple(self.empty_past(B))
-        allowed = causal_padding_mask(attention_mask, T)  # (B, 1, T, P+T)
+        bias = attention_bias(attention_mask, T)  # (B, 1, T, P+T)
 
         tok_emb = self.wte(input_ids)  # (B, T, C)
         pos_emb = self.wpe(position_ids)  # (B, T, C)
@@ -303,7 +324,7 @@ class GPT2(nn.Module):
 
         present, attentions, hidden_states = [], [], [x]
         for i, block in enumerate(self.blocks):
-            x, key, value, probs = block(x, allowed, past[2 * i], past[2 * i + 1])
+            x, key, value, probs = block(x, bias, past[2 * i], past[2 * i + 1])
             present += [key, value]  # 2 x (B, nh, P+T, hd)
             attentions.append(probs)  # (B, nh, T, P+T)
             hidden_states.append(x)  # (B, T, C)

@@ -10,7 +10,11 @@ After MkDocs has written the pages, this copies
 * ``site_src/runtime``, ``widgets`` and ``styles`` to ``site/assets/tx/``, with
   ``widgets/index.js`` importing every ``tx-*.js`` widget file;
 * ``build/models/<extra.tx_model>/`` to ``site/models/<name>/`` and writes
-  ``site/models/index.json`` naming the default model.
+  ``site/models/index.json`` naming the default model;
+* npm's ``coi-serviceworker`` to ``site/coi-serviceworker.js`` (at the root, so its
+  scope covers every page): on hosts that cannot send COOP/COEP headers (GitHub
+  Pages) it makes the pages cross-origin isolated, which WASM threads need. It does
+  nothing where the server sends the headers itself (``make serve``, the tests).
 
 It also serves a tiny inline favicon so browsers never request a missing one.
 """
@@ -30,6 +34,7 @@ from assets import install_demos_wheel  # noqa: E402
 SITE_SRC = ROOT / "site_src"
 VENDOR = ROOT / "build" / "vendor"
 MODELS = ROOT / "build" / "models"
+COI_SERVICE_WORKER = ROOT / "node_modules" / "coi-serviceworker" / "coi-serviceworker.min.js"
 BROWSER_DIRS = ("runtime", "widgets", "styles")
 FAVICON = '<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 16 16%22%3E%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">'
 
@@ -68,6 +73,7 @@ def on_post_build(config) -> None:
     for name in BROWSER_DIRS:
         _copy_tree(SITE_SRC / name, site / "assets" / "tx" / name)
     _write_widget_index(site / "assets" / "tx" / "widgets")
+    shutil.copy2(_require(COI_SERVICE_WORKER, "run `npm ci` first"), site / "coi-serviceworker.js")
 
     model = config["extra"]["tx_model"]
     model_dir = _require(MODELS / model, f"run `make model MODEL={model}` first")

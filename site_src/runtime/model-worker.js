@@ -1,136 +1,388 @@
 /**
- * Module Web Worker that owns the onnxruntime-web session for one exported model.
+ * Module Web Worker that owns the onnxruntime-web session of one exported GPT-2, so
+ * that downloading, session creation and every forward pass stay off the page's thread.
+ * `model.js` is its client; widgets never talk to it directly.
  *
- * Messages in:  {id, type: "load", manifestUrl, backend: "auto" | "webgpu" | "wasm"}
- *               {id, type: "logits", ids: number[]}   (logits of the last position)
- * Messages out: {type: "progress", stage, message, loaded?, total?}
- *               {id, result} or {id, error: {type, message}}
+ * Messages in:
+ *   {id, type: "load", manifestUrl, backend: "webgpu"|"wasm", fallback: boolean,
+ *    variant?, threads?, needs?, download?}
+ *   {id, type: "forward", ids, attentions?, hiddenStates?, allPositions?}
+ *   {id, type: "generate", ids, options}      (streams "token" messages, then answers)
+ *   {type: "stop", target}                    (ends the generation with that id)
+ * Messages out:
+ *   {type: "progress", stage, message, loaded?, total?}
+ *   {type: "notice", message}
+ *   {type: "token", target, token}
+ *   {id, result} or {id, error: {name, message, kind?, retryable?}}
  *
- * The manifest (written by `model-export`) lists each file with its size and sha256;
- * every file is checked with SubtleCrypto before the session sees it.
+ * The graph's inputs are input_ids, attention_mask, position_ids and
+ * past_key_values.{i}.key/value of shape (1, n_head, past, head_dim); its outputs
+ * logits and present.{i}.key/value (past + new positions), optionally attentions.{i}
+ * and hidden_states.{i}. An empty past (past = 0) makes the same graph do the prefill.
  */
 import { vendorURL } from "./paths.js";
+import { fetchVerified } from "./download.js";
+import { chooseVariant, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
+import { Rng, randomSeed, MAX_SEED } from "./rng.js";
+import { checkSampling, sampleToken, summarize } from "./sampler.js";
 
 const ORT_URL = new URL("ort/", vendorURL).href;
 
 let ort = null;
-let model = null; // {session, config, backend, variant, threads}
+let model = null; // {session, config, backend, variant, threads, outputs, presentNames, kvOnGpu}
+const stopped = new Set(); // ids of generations asked to stop
 
 function progress(stage, message, extra = {}) {
   self.postMessage({ type: "progress", stage, message, ...extra });
 }
 
-async function importOrt() {
+/** An error whose `kind` the page can act on (e.g. "context"). */
+function tagged(message, kind, retryable = false) {
+  const err = new Error(message);
+  err.kind = kind;
+  err.retryable = retryable;
+  return err;
+}
+
+/** Run session calls one at a time (onnxruntime-web refuses overlapping runs of a session). */
+let queue = Promise.resolve();
+function exclusive(fn) {
+  const result = queue.then(fn);
+  queue = result.catch(() => {});
+  return result;
+}
+
+/** Let queued messages (such as "stop") in before the next step, without timer clamping. */
+function yieldToEvents() {
+  return new Promise((resolve) => {
+    const { port1, port2 } = new MessageChannel();
+    port1.onmessage = () => {
+      port1.close();
+      resolve();
+    };
+    port2.postMessage(null);
+  });
+}
+
+/** Threads to use: the request, else min(4, cores); 1 unless the page is cross-origin isolated. */
+function threadCount(requested) {
+  if (!self.crossOriginIsolated) return 1;
+  const cores = navigator.hardwareConcurrency || 1;
+  return Math.max(1, requested || Math.min(4, cores));
+}
+
+async function importOrt(threads) {
   if (ort) return ort;
   ort = await import(new URL("ort.webgpu.min.mjs", ORT_URL).href);
   ort.env.wasm.wasmPaths = ORT_URL;
   ort.env.logLevel = "error"; // ORT's node-placement warnings are not page errors
-  // Threads need SharedArrayBuffer, i.e. a cross-origin isolated page.
-  ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.max(1, Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
+  ort.env.wasm.numThreads = threads; // ORT would pick 1 on a 2-core machine
   return ort;
 }
 
-async function pickBackend(requested) {
-  const adapter = navigator.gpu ? await navigator.gpu.requestAdapter().catch(() => null) : null;
-  if (requested === "webgpu" && !adapter) {
-    throw new Error("WebGPU was requested but this browser offers no WebGPU adapter; choose WASM instead.");
+async function webgpuAdapter() {
+  if (!navigator.gpu) return null;
+  return navigator.gpu.requestAdapter().catch(() => null);
+}
+
+async function pickBackend(requested, fallback) {
+  if (requested === "wasm") return { backend: "wasm", shaderF16: false };
+  const adapter = await webgpuAdapter();
+  if (adapter) return { backend: "webgpu", shaderF16: adapter.features.has("shader-f16") };
+  if (fallback) return { backend: "wasm", shaderF16: false };
+  throw tagged("WebGPU was requested but this browser offers no WebGPU adapter; choose WASM instead.", "backend");
+}
+
+async function readManifest(url) {
+  let response;
+  try {
+    response = await fetch(url, { cache: "no-cache" });
+  } catch (err) {
+    throw tagged(`Could not read the model's manifest: ${err.message || err}. Check your connection and retry.`, "network", true);
   }
-  if (requested === "wasm") return "wasm";
-  return adapter ? "webgpu" : "wasm";
+  if (!response.ok) throw tagged(`Could not read the model's manifest: HTTP ${response.status} for ${url}.`, "http", true);
+  return response.json();
 }
 
-async function sha256Hex(bytes) {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Fetch all files of a variant, reporting bytes as they arrive; check size and sha256. */
-async function download(baseUrl, files) {
-  const total = files.reduce((sum, f) => sum + f.bytes, 0);
-  let loaded = 0;
-  const report = () => progress("download", "Downloading the model", { loaded, total });
-  report();
-  const buffers = [];
-  for (const file of files) {
-    const url = new URL(file.path, baseUrl).href;
-    const response = await fetch(url);
-    if (!response.ok) throw new Error(`Could not download ${file.path}: HTTP ${response.status}`);
-    const bytes = new Uint8Array(file.bytes);
-    let offset = 0;
-    const reader = response.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      if (offset + value.length > bytes.length) throw new Error(`${file.path} is larger than the manifest says (${file.bytes} bytes)`);
-      bytes.set(value, offset);
-      offset += value.length;
-      loaded += value.length;
-      report();
-    }
-    if (offset !== file.bytes) throw new Error(`${file.path} is truncated: ${offset} of ${file.bytes} bytes arrived`);
-    if ((await sha256Hex(bytes)) !== file.sha256) throw new Error(`${file.path} does not match its sha256 in the manifest`);
-    buffers.push(bytes);
-  }
-  return buffers;
-}
-
-async function load({ manifestUrl, backend: requested = "auto" }) {
+async function load({ manifestUrl, backend: requested, fallback = false, variant: forced, threads: wanted, needs = [], download = {} }) {
+  const started = performance.now();
   progress("runtime", "Loading onnxruntime-web…");
-  await importOrt();
-  const backend = await pickBackend(requested);
-  const response = await fetch(manifestUrl);
-  if (!response.ok) throw new Error(`Could not read the model manifest: HTTP ${response.status} for ${manifestUrl}`);
-  const manifest = await response.json();
-  const variant = manifest.variants.find((v) => v.backends.includes(backend));
-  if (!variant) throw new Error(`The model has no variant for ${backend}`);
-  if (variant.files.length !== 1) throw new Error(`Variant ${variant.name} has ${variant.files.length} files; this runtime reads one`);
-  const [bytes] = await download(manifestUrl, variant.files);
+  const threads = threadCount(wanted);
+  await importOrt(threads);
+  const { backend, shaderF16 } = await pickBackend(requested, fallback);
+  const manifest = await readManifest(manifestUrl);
+  const variant = chooseVariant(manifest, backend, { variant: forced, shaderF16, needs });
+  const { graph, data } = variantFiles(variant);
+  const tokenizerFiles = [manifest.tokenizer.vocab, manifest.tokenizer.merges];
+
+  const notices = [];
+  const fetched = await fetchVerified([graph, ...data, ...tokenizerFiles], {
+    baseUrl: manifestUrl,
+    onProgress: (p) => progress(p.stage, p.message, p),
+    onNotice: (message) => {
+      notices.push(message);
+      self.postMessage({ type: "notice", message });
+    },
+    ...download,
+  });
+  const downloaded = performance.now();
+
   progress("session", `Creating the ${backend === "webgpu" ? "WebGPU" : "WASM"} session…`);
-  const session = await ort.InferenceSession.create(bytes, { executionProviders: [backend], graphOptimizationLevel: "all", logSeverityLevel: 3 });
-  model = { session, config: manifest.config, backend, variant: variant.name, threads: backend === "wasm" ? ort.env.wasm.numThreads : null };
+  const outputs = variantOutputs(manifest, variant);
+  const presentNames = [];
+  for (let i = 0; i < manifest.config.n_layer; i++) presentNames.push(`present.${i}.key`, `present.${i}.value`);
+  // On WebGPU the KV cache stays in GPU memory from one step to the next.
+  const kvOnGpu = backend === "webgpu";
+  const options = {
+    executionProviders: [backend],
+    graphOptimizationLevel: "all",
+    logSeverityLevel: 3,
+    externalData: data.map((piece) => ({ path: piece.location, data: fetched.files.get(piece.path) })),
+  };
+  if (kvOnGpu) options.preferredOutputLocation = Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"]));
+  let session;
+  try {
+    session = await ort.InferenceSession.create(fetched.files.get(graph.path), options);
+  } catch (err) {
+    throw tagged(`onnxruntime-web could not create the ${variant.name} session on ${backend}: ${err.message || err}`, "session");
+  }
+  const sessionOutputs = new Set(session.outputNames || outputs);
+  model = {
+    session, config: manifest.config, backend, variant: variant.name, threads: backend === "wasm" ? threads : null,
+    outputs: [...sessionOutputs], presentNames, kvOnGpu,
+  };
+  const ready = performance.now();
   progress("ready", "Model ready");
-  return { backend, variant: variant.name, threads: model.threads, config: manifest.config, name: manifest.name };
+  const decoder = new TextDecoder();
+  return {
+    name: manifest.name,
+    backend,
+    variant: variant.name,
+    dtype: variant.dtype,
+    threads: model.threads,
+    crossOriginIsolated: self.crossOriginIsolated,
+    shaderF16,
+    config: manifest.config,
+    outputs: {
+      attentions: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.attentions).length > 0,
+      hiddenStates: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.hiddenStates).length > 0,
+    },
+    bytes: { total: fetched.fromCache + fetched.fromNetwork, fromCache: fetched.fromCache, fromNetwork: fetched.fromNetwork },
+    storage: fetched.storage,
+    notices,
+    timings: { downloadMs: downloaded - started, sessionMs: ready - downloaded },
+    tokenizer: {
+      vocab: decoder.decode(fetched.files.get(tokenizerFiles[0].path)),
+      merges: decoder.decode(fetched.files.get(tokenizerFiles[1].path)),
+    },
+  };
 }
 
-/** Run the whole prompt with an empty KV cache and return the last position's logits. */
-async function lastLogits({ ids }) {
+function requireModel() {
   if (!model) throw new Error("The model is not loaded");
-  const { session, config } = model;
-  const T = ids.length;
-  if (T === 0) throw new Error("The prompt is empty: type some text");
-  if (T > config.n_positions) {
-    throw new Error(`The prompt is ${T} tokens; this model reads at most ${config.n_positions}. Shorten it.`);
+  return model;
+}
+
+function checkPrompt(ids, config) {
+  if (!Array.isArray(ids) || ids.some((id) => !Number.isInteger(id) || id < 0 || id >= config.vocab_size)) {
+    throw tagged(`Token ids must be whole numbers from 0 to ${config.vocab_size - 1}.`, "input");
   }
-  const headDim = config.n_embd / config.n_head;
+  if (ids.length === 0) throw tagged("The prompt is empty: type some text.", "input");
+  if (ids.length > config.n_positions) {
+    throw tagged(`The prompt is ${ids.length} tokens; this model reads at most ${config.n_positions}. Shorten it.`, "context");
+  }
+}
+
+const int64 = (values) => BigInt64Array.from(values, BigInt);
+
+/** Feeds for `ids` placed after `pastLength` cached positions. */
+function feedsFor(ids, pastLength, past) {
+  const { config } = model;
+  const T = ids.length;
+  const total = pastLength + T;
   const feeds = {
-    input_ids: new ort.Tensor("int64", BigInt64Array.from(ids, BigInt), [1, T]),
-    attention_mask: new ort.Tensor("int64", new BigInt64Array(T).fill(1n), [1, T]),
-    position_ids: new ort.Tensor("int64", BigInt64Array.from({ length: T }, (_, i) => BigInt(i)), [1, T]),
+    input_ids: new ort.Tensor("int64", int64(ids), [1, T]),
+    attention_mask: new ort.Tensor("int64", new BigInt64Array(total).fill(1n), [1, total]),
+    position_ids: new ort.Tensor("int64", int64(Array.from({ length: T }, (_, i) => pastLength + i)), [1, T]),
   };
-  for (let i = 0; i < config.n_layer; i++) {
-    for (const kv of ["key", "value"]) {
-      feeds[`past_key_values.${i}.${kv}`] = new ort.Tensor("float32", new Float32Array(0), [1, config.n_head, 0, headDim]);
+  const headDim = config.n_embd / config.n_head;
+  model.presentNames.forEach((name, k) => {
+    const input = name.replace("present.", "past_key_values.");
+    feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [1, config.n_head, 0, headDim]);
+  });
+  return feeds;
+}
+
+/** Copy a CPU or GPU output tensor out as {data, dims} and release it. */
+async function takeTensor(tensor) {
+  const data = await tensor.getData();
+  const out = { data: data.buffer.byteLength === data.byteLength ? data : data.slice(), dims: [...tensor.dims] };
+  tensor.dispose?.();
+  return out;
+}
+
+/** Logits of the last position, as a fresh Float32Array(vocab_size). */
+async function lastRow(logitsTensor) {
+  const [, T, V] = logitsTensor.dims;
+  const all = await logitsTensor.getData();
+  const row = all.slice((T - 1) * V, T * V);
+  logitsTensor.dispose?.();
+  return row;
+}
+
+/**
+ * One full forward pass with an empty cache.
+ * Returns logits (last position, or all with `allPositions`) and, on request,
+ * attention probabilities and hidden states, each as {data, dims}.
+ */
+async function forward({ ids, attentions = false, hiddenStates = false, allPositions = false }) {
+  const { session, config, outputs, variant } = requireModel();
+  checkPrompt(ids, config);
+  const fetchNames = ["logits"];
+  const extra = {};
+  for (const [want, key] of [[attentions, "attentions"], [hiddenStates, "hiddenStates"]]) {
+    if (!want) continue;
+    const names = outputsWithPrefix(outputs, OPTIONAL_OUTPUTS[key]);
+    if (names.length === 0) {
+      throw tagged(`The ${variant} variant of this model has no ${key === "attentions" ? "attention" : "hidden-state"} outputs; load a variant that has them.`, "outputs");
+    }
+    extra[key] = names;
+    fetchNames.push(...names);
+  }
+  const out = await exclusive(() => session.run(feedsFor(ids, 0, null), fetchNames));
+  const result = {};
+  if (allPositions) {
+    const logits = await takeTensor(out.logits);
+    result.logits = logits.data;
+    result.dims = logits.dims.slice(1);
+  } else {
+    result.logits = await lastRow(out.logits);
+    result.dims = [1, config.vocab_size];
+  }
+  for (const [key, names] of Object.entries(extra)) {
+    result[key] = [];
+    for (const name of names) {
+      const { data, dims } = await takeTensor(out[name]);
+      result[key].push({ data, dims: dims.slice(1) });
     }
   }
-  const out = await session.run(feeds, ["logits"]);
-  const V = out.logits.dims[2];
-  const all = await out.logits.getData();
-  const logits = all.slice((T - 1) * V, T * V);
-  out.logits.dispose?.();
-  return { logits };
+  return result;
 }
 
-const handlers = { load, logits: lastLogits };
+/** Run `ids` after the cached positions; returns last-position logits and the new cache. */
+async function step(ids, pastLength, past) {
+  const { session, presentNames, kvOnGpu } = model;
+  const out = await exclusive(() => session.run(feedsFor(ids, pastLength, past), ["logits", ...presentNames]));
+  if (past && kvOnGpu) past.forEach((t) => t.dispose());
+  return { logits: await lastRow(out.logits), present: presentNames.map((n) => out[n]) };
+}
+
+function checkGeneration(options, config) {
+  const sampling = checkSampling(options, config.vocab_size);
+  const maxNewTokens = options.maxNewTokens ?? 32;
+  if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) {
+    throw tagged(`Max new tokens must be a whole number ≥ 1, got ${maxNewTokens}.`, "input");
+  }
+  const seed = options.seed ?? randomSeed();
+  if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) throw tagged(`The seed must be a whole number from 0 to ${MAX_SEED}, got ${seed}.`, "input");
+  const alternatives = options.alternatives ?? 5;
+  if (!Number.isInteger(alternatives) || alternatives < 0 || alternatives > 100) throw tagged("Alternatives must be a whole number from 0 to 100.", "input");
+  return { sampling, maxNewTokens, seed, alternatives, stopAtEos: options.stopAtEos ?? true };
+}
+
+/**
+ * Autoregressive generation with a KV cache: one prefill over the prompt, then one
+ * single-token step per new token, each reading the keys and values cached so far.
+ */
+async function generate({ id, ids, options = {} }) {
+  const { config } = requireModel();
+  checkPrompt(ids, config);
+  const { sampling, maxNewTokens, seed, alternatives, stopAtEos } = checkGeneration(options, config);
+  const room = config.n_positions - ids.length;
+  if (room === 0) {
+    throw tagged(`The prompt fills the whole context of ${config.n_positions} tokens, so there is no room for a new one. Shorten it.`, "context");
+  }
+  const limit = Math.min(maxNewTokens, room);
+  const rng = new Rng(seed);
+  const started = performance.now();
+  let { logits, present } = await step(ids, 0, null); // prefill: the whole prompt at once
+  const prefillMs = performance.now() - started;
+  let firstTokenAt = 0;
+  let reason = "max_tokens";
+  let count = 0;
+  try {
+    for (let n = 0; n < limit; n++) {
+      if (stopped.has(id)) {
+        reason = "stopped";
+        break;
+      }
+      const pick = sampleToken(logits, sampling, rng);
+      const seen = summarize(logits, alternatives);
+      const now = performance.now();
+      if (n === 0) firstTokenAt = now;
+      count = n + 1;
+      self.postMessage({
+        type: "token",
+        target: id,
+        token: {
+          index: n, id: pick.id, prob: seen.prob(pick.id), sampleProb: pick.sampleProb, candidates: pick.candidates,
+          top: seen.top, elapsedMs: now - started, tokensPerSecond: n > 0 ? n / ((now - firstTokenAt) / 1000) : null,
+        },
+      });
+      if (stopAtEos && pick.id === config.eos_token_id) {
+        reason = "eos";
+        break;
+      }
+      if (n === limit - 1) {
+        reason = limit < maxNewTokens ? "context" : "max_tokens";
+        break;
+      }
+      ({ logits, present } = await step([pick.id], ids.length + n, present));
+      await yieldToEvents();
+    }
+  } finally {
+    if (model.kvOnGpu) present.forEach((t) => t.dispose());
+    stopped.delete(id);
+  }
+  const ended = performance.now();
+  const decodeSeconds = (ended - firstTokenAt) / 1000;
+  return {
+    reason,
+    seed,
+    promptTokens: ids.length,
+    newTokens: count,
+    contextLimit: config.n_positions,
+    prefillMs,
+    totalMs: ended - started,
+    tokensPerSecond: count > 1 && decodeSeconds > 0 ? (count - 1) / decodeSeconds : null,
+  };
+}
+
+const handlers = { load, forward, generate };
+
+function transferables(result) {
+  const buffers = [];
+  const add = (array) => array && array.buffer && buffers.push(array.buffer);
+  add(result.logits);
+  for (const key of ["attentions", "hiddenStates"]) for (const t of result[key] || []) add(t.data);
+  return [...new Set(buffers)];
+}
 
 self.onmessage = async ({ data }) => {
+  if (data.type === "stop") {
+    stopped.add(data.target);
+    return;
+  }
   const { id, type } = data;
   try {
     const handler = handlers[type];
     if (!handler) throw new Error(`unknown request ${type}`);
     const result = await handler(data);
-    const transfer = result.logits ? [result.logits.buffer] : [];
-    self.postMessage({ id, result }, transfer);
+    self.postMessage({ id, result }, transferables(result));
   } catch (err) {
-    self.postMessage({ id, error: { type: (err && err.name) || "Error", message: String((err && err.message) || err) } });
+    self.postMessage({
+      id,
+      error: { name: (err && err.name) || "Error", message: String((err && err.message) || err), kind: err && err.kind, retryable: Boolean(err && err.retryable) },
+    });
   }
 };

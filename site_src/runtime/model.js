@@ -1,12 +1,25 @@
 /**
- * Client for the model worker: load an exported GPT-2 and ask for next-token logits.
+ * The textbook's GPT-2 runtime: the one API every live-model widget uses.
  *
  *   import { loadModel } from "./model.js";
  *   const model = await loadModel({ backend: "auto", onProgress });
+ *   model.info;                     // {name, backend, variant, threads, config, ...}
  *   const ids = model.tokenizer.encode("The Transformer is");
- *   const logits = await model.lastLogits(ids);         // Float32Array(vocab_size)
  *
- * One worker (and one download) per model name and backend, shared by every widget.
+ *   // Logits for the next token (and, on request, attentions / hidden states):
+ *   const { logits } = await model.forward(ids);
+ *   const { attentions } = await model.forward(ids, { attentions: true });
+ *
+ *   // Streamed generation with a KV cache:
+ *   const run = model.generate("The Transformer is", { maxNewTokens: 32, temperature: 0.8, topP: 0.95, seed: 1 });
+ *   for await (const token of run) console.log(token.text, token.prob, token.top);
+ *   (await run.result).tokensPerSecond;
+ *   run.stop();                     // from a button: ends the loop after the current step
+ *
+ * A module Web Worker (`model-worker.js`) owns the onnxruntime-web session; there is
+ * one worker, one download and one session per model, backend, variant and thread
+ * count, shared by every widget on the page. A failed load is forgotten, so calling
+ * `loadModel` again retries it (files already verified come from Cache Storage).
  * @module model
  */
 import { modelsURL } from "./paths.js";
@@ -14,50 +27,204 @@ import { GPT2Tokenizer } from "./tokenizer.js";
 
 const loaded = new Map();
 
-class ModelHandle {
-  constructor(worker, info, tokenizer) {
-    this.worker = worker;
-    this.info = info; // {name, backend, variant, threads, config}
-    this.tokenizer = tokenizer;
-  }
-
-  /** Logits over the vocabulary for the token after `ids`. */
-  async lastLogits(ids) {
-    const { logits } = await this.worker.request({ type: "logits", ids });
-    return logits;
+/** An error from the runtime, with `kind` ("context", "missing", "mismatch", ...) and `retryable`. */
+export class ModelError extends Error {
+  constructor({ name, message, kind, retryable }) {
+    super(message);
+    this.name = name && name !== "Error" ? name : "ModelError";
+    this.kind = kind || null;
+    this.retryable = Boolean(retryable);
   }
 }
 
-function workerChannel(onProgress) {
+/**
+ * One streamed generation: an async iterator of tokens, plus `result` (a promise of
+ * the run's summary) and `stop()`. Leaving a `for await` loop early also stops it.
+ */
+class GenerationRun {
+  constructor(channel, tokenizer, ids, options) {
+    this.tokenizer = tokenizer;
+    this.decoder = tokenizer.createDecoder();
+    this.queue = [];
+    this.waiting = null;
+    this.done = false;
+    this.tokens = [];
+    this.channel = channel;
+    const { id, promise } = channel.call({ type: "generate", ids, options }, (token) => this.push(token));
+    this.requestId = id;
+    /** Promise of {reason, message, seed, promptTokens, newTokens, tokensPerSecond, prefillMs, totalMs, tail}. */
+    this.result = promise.then((summary) => {
+      const tail = this.decoder.flush();
+      return { ...summary, tail, message: endMessage(summary) };
+    });
+    this.result.then(() => this.finish(), (err) => this.finish(err));
+  }
+
+  push(raw) {
+    const token = {
+      ...raw,
+      text: this.decoder.push(raw.id),
+      piece: this.tokenizer.tokenToString(raw.id),
+      top: raw.top.map((alt) => ({ ...alt, text: this.tokenizer.tokenToString(alt.id) })),
+    };
+    this.tokens.push(token);
+    this.deliver({ value: token, done: false });
+  }
+
+  finish(error) {
+    this.done = true;
+    this.error = error;
+    if (this.waiting) this.deliver(null);
+  }
+
+  deliver(item) {
+    if (this.waiting) {
+      const { resolve, reject } = this.waiting;
+      this.waiting = null;
+      if (item) resolve(item);
+      else if (this.error) reject(this.error);
+      else resolve({ value: undefined, done: true });
+    } else if (item) {
+      this.queue.push(item);
+    }
+  }
+
+  /** Ask the worker to stop after the step in progress; `result.reason` becomes "stopped". */
+  stop() {
+    if (!this.done) this.channel.post({ type: "stop", target: this.requestId });
+  }
+
+  [Symbol.asyncIterator]() {
+    return this;
+  }
+
+  next() {
+    if (this.queue.length) return Promise.resolve(this.queue.shift());
+    if (this.done) return this.error ? Promise.reject(this.error) : Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+    });
+  }
+
+  async return() {
+    this.stop();
+    await this.result.catch(() => {});
+    return { value: undefined, done: true };
+  }
+}
+
+/** The reader-facing sentence for how a generation ended. */
+function endMessage({ reason, newTokens, contextLimit }) {
+  const n = `${newTokens} new token${newTokens === 1 ? "" : "s"}`;
+  switch (reason) {
+    case "stopped": return `Stopped after ${n}.`;
+    case "eos": return `The model wrote <|endoftext|> after ${n}: it considers the text finished.`;
+    case "context": return `Stopped at the context limit after ${n}: this model reads at most ${contextLimit} tokens, prompt included.`;
+    default: return `Done: ${n}.`;
+  }
+}
+
+class ModelHandle {
+  constructor(channel, info, tokenizer, key) {
+    this.channel = channel;
+    /** {name, backend, variant, dtype, threads, config, outputs: {attentions, hiddenStates}, storage, notices, bytes, timings} */
+    this.info = info;
+    this.tokenizer = tokenizer;
+    this.key = key;
+  }
+
+  /**
+   * One forward pass over `ids` (no cache).
+   * @param {number[]} ids token ids, 1 to n_positions of them
+   * @param {{attentions?: boolean, hiddenStates?: boolean, allPositions?: boolean}} [options]
+   *   attentions / hiddenStates: also fetch those outputs (only variants that have them);
+   *   allPositions: logits for every position instead of the last one
+   * @returns {Promise<{logits: Float32Array, dims: number[], attentions?: {data: Float32Array, dims: number[]}[],
+   *   hiddenStates?: {data: Float32Array, dims: number[]}[]}>} `dims` of the logits are
+   *   [rows, vocab_size]; per layer, attentions are (n_head, T, T), hidden states (T, n_embd)
+   */
+  forward(ids, { attentions = false, hiddenStates = false, allPositions = false } = {}) {
+    return this.channel.call({ type: "forward", ids, attentions, hiddenStates, allPositions }).promise;
+  }
+
+  /** Logits over the vocabulary for the token after `ids` (Float32Array). */
+  async lastLogits(ids) {
+    return (await this.forward(ids)).logits;
+  }
+
+  /**
+   * Generate a continuation, streamed token by token.
+   * @param {string|number[]} prompt text (or token ids); an empty prompt starts from <|endoftext|>
+   * @param {{maxNewTokens?: number, temperature?: number, topK?: number, topP?: number,
+   *   seed?: number, alternatives?: number, stopAtEos?: boolean}} [options]
+   *   defaults: 32 new tokens, temperature 1 (0 = greedy), top-k 0 and top-p 1 (off),
+   *   a random seed (reported in the result), 5 alternatives, stop at <|endoftext|>
+   * @returns {GenerationRun} async iterator of tokens
+   *   {index, id, text, piece, prob, sampleProb, candidates, top: [{id, text, prob}], elapsedMs, tokensPerSecond}:
+   *   `prob` and `top` come from the model's own distribution (temperature 1, unfiltered),
+   *   `sampleProb` from the distribution the token was drawn from; `text` is the
+   *   decoded text this token completes (empty while a character is still incomplete)
+   */
+  generate(prompt, options = {}) {
+    let ids = typeof prompt === "string" ? this.tokenizer.encode(prompt) : Array.from(prompt);
+    if (ids.length === 0) ids = [this.info.config.eos_token_id];
+    return new GenerationRun(this.channel, this.tokenizer, ids, options);
+  }
+
+  /** End the worker and free its memory; a later loadModel starts afresh. */
+  dispose() {
+    this.channel.terminate();
+    if (loaded.get(this.key)?.handle === this) loaded.delete(this.key);
+  }
+}
+
+function workerChannel({ onProgress, onNotice }) {
   const worker = new Worker(new URL("./model-worker.js", import.meta.url), { type: "module" });
   const pending = new Map();
   let nextId = 1;
   worker.onmessage = ({ data }) => {
     if (data.type === "progress") return onProgress(data);
+    if (data.type === "notice") return onNotice(data.message);
+    if (data.type === "token") return pending.get(data.target)?.onToken?.(data.token);
     const call = pending.get(data.id);
+    if (!call) return;
     pending.delete(data.id);
-    if (data.error) call.reject(new Error(data.error.message));
+    if (data.error) call.reject(new ModelError(data.error));
     else call.resolve(data.result);
   };
   worker.onerror = (event) => {
     event.preventDefault();
-    for (const call of pending.values()) call.reject(new Error(`The model worker failed: ${event.message || "unknown error"}`));
+    for (const call of pending.values()) call.reject(new ModelError({ message: `The model worker failed: ${event.message || "unknown error"}`, kind: "worker", retryable: true }));
     pending.clear();
   };
   return {
-    request(message) {
+    call(message, onToken) {
       const id = nextId++;
-      return new Promise((resolve, reject) => {
-        pending.set(id, { resolve, reject });
+      const promise = new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject, onToken });
         worker.postMessage({ id, ...message });
       });
+      return { id, promise };
+    },
+    post(message) {
+      worker.postMessage(message);
+    },
+    terminate() {
+      worker.terminate();
+      for (const call of pending.values()) call.reject(new ModelError({ message: "The model was unloaded.", kind: "disposed" }));
+      pending.clear();
     },
   };
 }
 
 async function fetchJson(url) {
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`HTTP ${response.status} for ${url}`);
+  let response;
+  try {
+    response = await fetch(url, { cache: "no-cache" });
+  } catch (err) {
+    throw new ModelError({ message: `Could not reach ${url}: ${err.message || err}. Check your connection and retry.`, kind: "network", retryable: true });
+  }
+  if (!response.ok) throw new ModelError({ message: `HTTP ${response.status} for ${url}`, kind: "http", retryable: true });
   return response.json();
 }
 
@@ -66,30 +233,56 @@ export async function defaultModelName() {
   return (await fetchJson(new URL("index.json", modelsURL))).default;
 }
 
+/** "webgpu" when this browser offers a WebGPU adapter, else "wasm". */
+export async function bestBackend() {
+  if (!globalThis.navigator?.gpu) return "wasm";
+  const adapter = await navigator.gpu.requestAdapter().catch(() => null);
+  return adapter ? "webgpu" : "wasm";
+}
+
 /**
- * Load a model (once per name and backend) with its tokenizer.
- * @param {{model?: string, backend?: "auto"|"webgpu"|"wasm", onProgress?: Function}} options
+ * Load a model (once per model, backend, variant and thread count) with its tokenizer.
+ * @param {object} [options]
+ * @param {string} [options.model] a model name under models/ (default: the site's default)
+ * @param {"auto"|"webgpu"|"wasm"} [options.backend="auto"] auto: WebGPU when an adapter exists, else WASM
+ * @param {string} [options.variant] force a variant ("fp32", "q8", "q4", ...); default: the best for the backend
+ * @param {number} [options.threads] WASM threads (default min(4, cores); 1 without cross-origin isolation)
+ * @param {("attentions"|"hiddenStates")[]} [options.needs] only variants with these outputs
+ * @param {(p: {stage: string, message: string, loaded?: number, total?: number}) => void} [options.onProgress]
+ * @param {(message: string) => void} [options.onNotice] remarks such as "kept in memory only"
+ * @param {{stallNoticeMs?: number, stallTimeoutMs?: number, concurrency?: number, useCache?: boolean}} [options.download]
  * @returns {Promise<ModelHandle>}
  */
-export function loadModel({ model, backend = "auto", onProgress = () => {} } = {}) {
-  const key = `${model || ""}|${backend}`;
-  if (!loaded.has(key)) {
-    const listeners = new Set([onProgress]);
-    const promise = (async () => {
-      const name = model || (await defaultModelName());
-      const base = new URL(`${name}/`, modelsURL);
-      const manifest = await fetchJson(new URL("manifest.json", base));
-      const channel = workerChannel((event) => listeners.forEach((fn) => fn(event)));
-      const [info, tokenizer] = await Promise.all([
-        channel.request({ type: "load", manifestUrl: new URL("manifest.json", base).href, backend }),
-        GPT2Tokenizer.load(new URL(manifest.tokenizer.vocab.path, base).href, new URL(manifest.tokenizer.merges.path, base).href),
-      ]);
-      return new ModelHandle(channel, info, tokenizer);
-    })();
-    promise.catch(() => loaded.delete(key)); // a failed load can be retried
-    loaded.set(key, { promise, listeners });
-  } else {
-    loaded.get(key).listeners.add(onProgress);
+export async function loadModel({
+  model, backend = "auto", variant, threads, needs = [], onProgress = () => {}, onNotice = () => {}, download = {},
+} = {}) {
+  const resolved = backend === "auto" ? await bestBackend() : backend;
+  const name = model || (await defaultModelName());
+  const key = JSON.stringify([name, resolved, variant || null, threads || null, [...needs].sort()]);
+  let entry = loaded.get(key);
+  if (entry) {
+    entry.progress.add(onProgress);
+    entry.notice.add(onNotice);
+    return entry.promise;
   }
-  return loaded.get(key).promise;
+  entry = { progress: new Set([onProgress]), notice: new Set([onNotice]) };
+  loaded.set(key, entry);
+  const channel = workerChannel({
+    onProgress: (event) => entry.progress.forEach((fn) => fn(event)),
+    onNotice: (message) => entry.notice.forEach((fn) => fn(message)),
+  });
+  const manifestUrl = new URL(`${name}/manifest.json`, modelsURL).href;
+  entry.promise = (async () => {
+    const { tokenizer: files, ...info } = await channel.call({
+      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs, download,
+    }).promise;
+    const tokenizer = new GPT2Tokenizer(JSON.parse(files.vocab), files.merges);
+    entry.handle = new ModelHandle(channel, info, tokenizer, key);
+    return entry.handle;
+  })();
+  entry.promise.catch(() => {
+    channel.terminate();
+    if (loaded.get(key) === entry) loaded.delete(key); // a failed load can be retried
+  });
+  return entry.promise;
 }

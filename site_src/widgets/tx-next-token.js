@@ -6,6 +6,9 @@
  *   prompt    initial text, default "The Transformer is a"
  *   backend   "auto" (WebGPU when an adapter exists, else WASM), "webgpu" or "wasm"
  *   model     a model name under models/ (default: the site's default model)
+ *
+ * A download that fails (missing, truncated or corrupted file, stalled server) shows
+ * its message and a Retry button; files already checked come from Cache Storage.
  */
 import { loadModel } from "../runtime/model.js";
 import { topK } from "../runtime/probs.js";
@@ -29,7 +32,13 @@ class TxNextToken extends TxElement {
         </select></label>
         <span class="tokens" aria-label="Tokens"></span>
       </div>
-      <table class="topk"><thead><tr><th>#</th><th>token</th><th>id</th><th>probability</th></tr></thead><tbody></tbody></table>`;
+      <p class="notice" role="note" hidden></p>
+      <table class="topk"><thead><tr><th>#</th><th>token</th><th>id</th><th>probability</th></tr></thead><tbody></tbody></table>
+      <button type="button" class="retry" hidden>Retry</button>
+      <style>
+        .notice { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
+        .retry { margin-top: 0.5em; font: inherit; }
+      </style>`;
   }
 
   mount() {
@@ -43,6 +52,7 @@ class TxNextToken extends TxElement {
       timer = setTimeout(() => this.update(), 250);
     });
     select.addEventListener("change", () => this.update());
+    this.$(".retry").addEventListener("click", () => this.update());
     this.generation = 0;
     this.onProgress = (event) => {
       if (this.dataset.state !== "ready") this.showProgress(event.message, event);
@@ -60,7 +70,9 @@ class TxNextToken extends TxElement {
         onProgress: this.onProgress,
       });
       if (stale()) return;
+      this.$(".retry").hidden = true;
       this.showBadge(model.info);
+      this.showNotices(model.info.notices);
       const ids = model.tokenizer.encode(this.$("textarea").value);
       this.showTokens(model.tokenizer, ids);
       if (ids.length === 0) {
@@ -69,16 +81,25 @@ class TxNextToken extends TxElement {
         return;
       }
       this.showProgress("Running the model…");
-      const logits = await model.lastLogits(ids);
+      const { logits } = await model.forward(ids);
       if (stale()) return;
       this.render(model.tokenizer, topK(logits, TOP));
       this.showReady(`${ids.length} token${ids.length === 1 ? "" : "s"} in, one distribution over ${logits.length.toLocaleString("en")} tokens out.`);
     } catch (err) {
-      if (!stale()) this.showError(err);
+      if (stale()) return;
+      this.showError(err);
+      this.$(".retry").hidden = !err.retryable;
     }
   }
 
+  showNotices(notices) {
+    const box = this.$(".notice");
+    box.textContent = notices.join(" ");
+    box.hidden = notices.length === 0;
+  }
+
   showBadge({ backend, variant, threads, name }) {
+    this.dataset.variant = variant;
     const badge = this.$(".badge");
     badge.textContent = backend === "webgpu" ? `WebGPU · ${variant} · ${name}` : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
     this.dataset.backend = backend;

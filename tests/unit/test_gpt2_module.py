@@ -122,12 +122,14 @@ def test_attentions_and_hidden_states_match_hf(hf_model, model):
     real_queries = attention_mask.bool()[:, None, :, None]  # (B, 1, T, 1)
     for ours, theirs in zip(attentions, expected.attentions, strict=True):
         assert (ours - theirs).abs().masked_select(real_queries).max() <= TOL_HF
-    # HF's last hidden state has ln_f applied; ours is the raw residual stream of every block
+    # HF's last hidden state has ln_f applied; ours is the raw residual stream of every block.
+    # Padding positions differ on purpose (a padding query attends to itself, HF's to everything).
+    real = attention_mask.bool()  # (B, T)
     assert len(hidden_states) == len(expected.hidden_states) == 3
     for ours, theirs in zip(hidden_states[:-1], expected.hidden_states[:-1]):
-        assert (ours - theirs).abs().max() <= TOL_HF
+        assert (ours - theirs)[real].abs().max() <= TOL_HF
     with torch.no_grad():
-        assert (model.ln_f(hidden_states[-1]) - expected.hidden_states[-1]).abs().max() <= TOL_HF
+        assert (model.ln_f(hidden_states[-1]) - expected.hidden_states[-1])[real].abs().max() <= TOL_HF
 
 
 def test_default_outputs_are_logits_and_present(hf_model):
@@ -172,9 +174,9 @@ def test_config_rejects_variants_it_does_not_implement(override):
 
 def test_causal_mask_uses_the_past_offset(model):
     """With 3 cached tokens, new query i (absolute position 3 + i) sees keys 0 .. 3 + i."""
-    from model_export.gpt2 import causal_padding_mask
+    from model_export.gpt2 import allowed_keys
 
-    allowed = causal_padding_mask(torch.tensor([[0, 1, 1, 1, 1]]), num_new=2)[0, 0]
+    allowed = allowed_keys(torch.tensor([[0, 1, 1, 1, 1]]), num_new=2)[0, 0]
     assert allowed.tolist() == [[False, True, True, True, False], [False, True, True, True, True]]
 
 
