@@ -1,0 +1,172 @@
+/**
+ * <tx-positional>: the sinusoidal position table and the similarity of its rows.
+ *
+ * Attributes (all optional):
+ *   d-model   even width, default 32
+ *   length    number of positions drawn, default 32
+ *   p, q, k   the readout's positions and shift, default 3, 8, 5
+ *
+ * Computed by `demos.positional.sinusoidal_view`. Every heat-map cell carries its value
+ * in `data-value`; the readout shows PE[p]·PE[q] next to PE[p+k]·PE[q+k] (`data-dot`,
+ * `data-shifted-dot`, `data-closed-form`). Clicking a similarity cell picks p and q.
+ */
+import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { TxElement } from "./base.js";
+
+const STYLE = `
+  .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; }
+  .maps { display: grid; grid-template-columns: repeat(auto-fit, minmax(16em, 1fr)); gap: 1em; }
+  figure { margin: 0; }
+  figcaption { color: var(--tx-muted); margin-bottom: 0.3em; }
+  svg { width: 100%; height: auto; display: block; }
+  svg text { font-size: 9px; fill: var(--tx-muted); }
+  svg rect.cell { shape-rendering: crispEdges; }
+  svg .mark { fill: none; stroke: var(--tx-fg); stroke-width: 1.5; }
+  svg .mark.shifted { stroke-dasharray: 3 2; }
+  .readout { display: grid; grid-template-columns: auto 1fr; gap: 0.1em 1em; margin-top: 0.6em; font-variant-numeric: tabular-nums; }
+  .readout dt { color: var(--tx-muted); }
+  .readout dd { margin: 0; }
+  .hover { min-height: 1.3em; color: var(--tx-muted); }
+`;
+
+/** Diverging colour for v in [-1, 1]: blue below 0, orange above, white at 0. */
+function colour(v) {
+  const t = Math.max(-1, Math.min(1, v));
+  const [r, g, b] = t >= 0 ? [230, 120, 20] : [40, 90, 200];
+  const a = Math.abs(t);
+  const mix = (c) => Math.round(255 + (c - 255) * a);
+  return `rgb(${mix(r)},${mix(g)},${mix(b)})`;
+}
+
+/** An SVG heat map of a matrix (rows × cols), with axis titles; `scale` maps values to [-1, 1]. */
+function heatmap(matrix, { scale, rowTitle, colTitle, kind, label }) {
+  const rows = matrix.length;
+  const cols = matrix[0].length;
+  const cell = Math.max(2, Math.min(10, Math.floor(320 / Math.max(rows, cols))));
+  const left = 22;
+  const top = 4;
+  const width = left + cols * cell + 4;
+  const height = top + rows * cell + 22;
+  const rects = matrix.map((row, i) => row.map((v, j) => `<rect class="cell" x="${left + j * cell}" y="${top + i * cell}"
+    width="${cell}" height="${cell}" fill="${colour(v / scale)}" data-row="${i}" data-col="${j}" data-value="${v}"></rect>`).join("")).join("");
+  return `<svg viewBox="0 0 ${width} ${height}" role="img" aria-label="${label}" data-kind="${kind}" data-cell="${cell}" data-left="${left}" data-top="${top}">
+    ${rects}<g class="marks"></g>
+    <text x="${left}" y="${height - 6}">${colTitle} →</text>
+    <text transform="translate(10 ${top}) rotate(90)">${rowTitle} →</text></svg>`;
+}
+
+class TxPositional extends TxElement {
+  template() {
+    return `<style>${STYLE}</style>
+      <div class="title">Sinusoidal position vectors</div>
+      <div class="controls">
+        <label>Width d <input name="d_model" type="range" min="2" max="128" step="2"><output></output></label>
+        <label>Positions <input name="n_positions" type="range" min="2" max="64" step="1"><output></output></label>
+        <label>p <input name="p" type="number" min="0" step="1"><span></span></label>
+        <label>q <input name="q" type="number" min="0" step="1"><span></span></label>
+        <label>shift k <input name="k" type="number" step="1"><span></span></label>
+      </div>
+      <div class="maps">
+        <figure><figcaption>The table PE: one row per position, one column per dimension (blue −1, white 0, orange +1)</figcaption><div class="table-map"></div></figure>
+        <figure><figcaption>Dot products PE[m]·PE[n] (scaled by d/2). Click a cell to pick p and q.</figcaption><div class="sim-map"></div></figure>
+      </div>
+      <div class="hover" aria-live="polite"></div>
+      <dl class="readout" aria-live="polite"></dl>`;
+  }
+
+  mount() {
+    const attr = (name, fallback) => this.getAttribute(name) ?? fallback;
+    const values = { d_model: attr("d-model", "32"), n_positions: attr("length", "32"), p: attr("p", "3"), q: attr("q", "8"), k: attr("k", "5") };
+    for (const [name, value] of Object.entries(values)) {
+      const el = this.$(`[name="${name}"]`);
+      el.value = value;
+      el.addEventListener("input", () => this.update());
+    }
+    this.$(".maps").addEventListener("click", (event) => {
+      const rect = event.target.closest("svg[data-kind=similarity] rect.cell");
+      if (!rect) return;
+      this.$('[name="p"]').value = rect.dataset.row;
+      this.$('[name="q"]').value = rect.dataset.col;
+      this.update();
+    });
+    this.$(".maps").addEventListener("mouseover", (event) => this.describe(event.target.closest("rect.cell")));
+    this.generation = 0;
+    this.unsubscribe = onPythonProgress((event) => {
+      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
+    });
+    this.update();
+  }
+
+  disconnectedCallback() {
+    this.unsubscribe?.();
+  }
+
+  request() {
+    const value = (name) => this.$(`[name="${name}"]`).value.trim();
+    const request = {};
+    for (const name of ["d_model", "n_positions", "p", "q", "k"]) {
+      const v = Number(value(name));
+      if (value(name) === "" || !Number.isInteger(v)) return { error: `${name === "k" ? "The shift k" : name} must be a whole number.` };
+      request[name] = v;
+    }
+    return { request };
+  }
+
+  async update() {
+    const { request, error } = this.request();
+    if (error) {
+      this.showError(error);
+      return;
+    }
+    this.$('[name="d_model"] + output').textContent = String(request.d_model);
+    this.$('[name="n_positions"] + output').textContent = String(request.n_positions);
+    const generation = ++this.generation;
+    try {
+      const view = await callDemo("positional", "sinusoidal_view", request);
+      if (generation !== this.generation) return;
+      this.view = view;
+      this.dataset.request = JSON.stringify(request);
+      this.render(view);
+      this.showReady();
+    } catch (err) {
+      if (generation === this.generation) this.showError(err);
+    }
+  }
+
+  render(view) {
+    const half = view.d_model / 2;
+    this.$(".table-map").innerHTML = heatmap(view.table, { scale: 1, rowTitle: "position", colTitle: "dimension", kind: "table",
+      label: `Sinusoidal table, ${view.n_positions} positions by ${view.d_model} dimensions` });
+    this.$(".sim-map").innerHTML = heatmap(view.similarity, { scale: half, rowTitle: "position m", colTitle: "position n", kind: "similarity",
+      label: `Dot products between the ${view.n_positions} position vectors; largest, ${half}, on the diagonal` });
+    this.markCells(view.readout);
+    const r = view.readout;
+    const num = (x) => x.toFixed(6);
+    this.$(".readout").innerHTML = `
+      <dt>PE[${r.p}] · PE[${r.q}]</dt><dd data-dot="${r.dot}">${num(r.dot)}</dd>
+      <dt>PE[${r.p + r.k}] · PE[${r.q + r.k}]</dt><dd data-shifted-dot="${r.shifted_dot}">${num(r.shifted_dot)}</dd>
+      <dt>Σ<sub>i</sub> cos((${r.offset}) ω<sub>i</sub>)</dt><dd data-closed-form="${r.closed_form}">${num(r.closed_form)}</dd>
+      <dt>difference</dt><dd data-difference="${r.difference}">${r.difference.toExponential(1)}: the dot product depends only on p − q = ${r.offset}</dd>`;
+  }
+
+  /** Outline the cells (p, q) and (p + k, q + k) on the similarity map when they are drawn. */
+  markCells({ p, q, k }) {
+    const svg = this.$(".sim-map svg");
+    const { cell, left, top } = svg.dataset;
+    const n = this.view.n_positions;
+    const box = (i, j, cls) => (i < n && j < n
+      ? `<rect class="mark ${cls}" x="${Number(left) + j * cell}" y="${Number(top) + i * cell}" width="${cell}" height="${cell}"></rect>` : "");
+    svg.querySelector(".marks").innerHTML = box(p, q, "") + box(p + k, q + k, "shifted");
+  }
+
+  describe(rect) {
+    if (!rect) return;
+    const { kind } = rect.closest("svg").dataset;
+    const v = Number(rect.dataset.value).toFixed(4);
+    this.$(".hover").textContent = kind === "table"
+      ? `PE[${rect.dataset.row}, ${rect.dataset.col}] = ${v}`
+      : `PE[${rect.dataset.row}] · PE[${rect.dataset.col}] = ${v}`;
+  }
+}
+
+customElements.define("tx-positional", TxPositional);
