@@ -1,0 +1,149 @@
+/**
+ * <tx-kv-cache>: how much memory the KV cache takes for MHA, GQA and MQA, and how much
+ * arithmetic it saves during generation.
+ *
+ * Attributes (all optional):
+ *   preset    "gpt2-small" (default) or "llama-7b-gqa" (see demos.kv_cache.presets())
+ *   context   tokens in the cache, default 1024
+ *
+ * Computed by `demos.kv_cache.compare_attention_variants` and
+ * `demos.kv_cache.generation_flops`. Each memory bar carries `data-variant`,
+ * `data-kv-heads`, `data-bytes-per-token` and `data-bytes`; the FLOP table carries
+ * `data-without`, `data-with` and `data-ratio`.
+ */
+import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { TxElement, escapeHtml } from "./base.js";
+
+const STYLE = `
+  .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
+  .shape { color: var(--tx-muted); margin-bottom: 0.6em; }
+  .mem-row { display: grid; grid-template-columns: 4em 1fr 12em; gap: 0.5em; align-items: center; margin: 2px 0; }
+  .mem-row .bar { height: 1.1em; }
+  .mem-row .value { text-align: right; font-variant-numeric: tabular-nums; }
+  table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin-top: 0.4em; }
+  th, td { padding: 0.1em 0.7em; border-bottom: 1px solid var(--tx-border); text-align: right; }
+  th:first-child, td:first-child { text-align: left; }
+`;
+
+/** Bytes in binary units (GiB, MiB, KiB): memory is sized in powers of two. */
+function formatBytes(bytes) {
+  const units = [[2 ** 40, "TiB"], [2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
+  const [scale, unit] = units.find(([s]) => bytes >= s) ?? [1, "B"];
+  return `${(bytes / scale).toFixed(scale === 1 ? 0 : 2)} ${unit}`;
+}
+
+/** "5.20 × 10^11" style. */
+function formatFlops(x) {
+  const exp = Math.floor(Math.log10(x));
+  return `${(x / 10 ** exp).toFixed(2)} × 10<sup>${exp}</sup>`;
+}
+
+class TxKvCache extends TxElement {
+  template() {
+    return `<style>${STYLE}</style>
+      <div class="title">The KV cache: memory and saved arithmetic</div>
+      <div class="controls">
+        <label>Model <select name="preset"><option value="">loading…</option></select><span></span></label>
+        <label>Context <input name="context_length" type="number" min="1" step="1"><span>tokens</span></label>
+        <label>Precision <select name="dtype"><option>float32</option><option selected>float16</option><option>bfloat16</option><option>int8</option></select><span></span></label>
+      </div>
+      <div class="shape"></div>
+      <div class="memory" role="list" aria-label="KV-cache memory per attention variant"></div>
+      <div class="title" style="margin-top:0.8em">Generating with and without the cache</div>
+      <div class="controls">
+        <label>Prompt <input name="prompt_length" type="number" min="1" step="1"><span>tokens</span></label>
+        <label>Generate <input name="new_tokens" type="number" min="1" step="1"><span>tokens</span></label>
+      </div>
+      <table class="flops" aria-label="Arithmetic to generate the tokens"><tbody></tbody></table>
+      <div class="summary"></div>`;
+  }
+
+  mount() {
+    const set = (name, value) => { this.$(`[name="${name}"]`).value = value; };
+    set("context_length", this.getAttribute("context") ?? "1024");
+    set("prompt_length", "16");
+    set("new_tokens", "256");
+    this.generation = 0;
+    this.unsubscribe = onPythonProgress((event) => {
+      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
+    });
+    this.start();
+  }
+
+  disconnectedCallback() {
+    this.unsubscribe?.();
+  }
+
+  async start() {
+    try {
+      this.presets = await callDemo("kv_cache", "presets");
+      const wanted = this.getAttribute("preset") ?? "gpt2-small";
+      this.$('[name="preset"]').innerHTML = Object.entries(this.presets).map(([id, p]) =>
+        `<option value="${id}"${id === wanted ? " selected" : ""}>${escapeHtml(p.label)}</option>`).join("");
+      for (const el of this.shadowRoot.querySelectorAll(".controls [name]")) el.addEventListener("input", () => this.update());
+      this.update();
+    } catch (err) {
+      this.showError(err);
+    }
+  }
+
+  request() {
+    const preset = this.presets[this.$('[name="preset"]').value];
+    const sizes = {};
+    for (const [name, label] of [["context_length", "The context"], ["prompt_length", "The prompt"], ["new_tokens", "The number of generated tokens"]]) {
+      const raw = this.$(`[name="${name}"]`).value.trim();
+      sizes[name] = raw === "" ? NaN : Number(raw);
+      if (!Number.isInteger(sizes[name]) || sizes[name] < 1) return { error: `${label} must be a whole number of tokens ≥ 1.` };
+      if (sizes[name] > 1_000_000) return { error: `${label} is limited to 1,000,000 tokens here.` };
+    }
+    const { label, ...shape } = preset;
+    return { request: { preset: this.$('[name="preset"]').value, ...shape, dtype: this.$('[name="dtype"]').value, ...sizes } };
+  }
+
+  async update() {
+    const { request, error } = this.request();
+    const generation = ++this.generation;
+    if (error) {
+      this.showError(error);
+      return;
+    }
+    const { n_layer, n_head, d_head, gqa_kv_heads, context_length, dtype, prompt_length, new_tokens } = request;
+    try {
+      const [memory, flops] = await Promise.all([
+        callDemo("kv_cache", "compare_attention_variants", { n_layer, n_head, d_head, gqa_kv_heads, context_length, dtype }),
+        callDemo("kv_cache", "generation_flops", { n_layer, d_model: n_head * d_head, prompt_length, new_tokens }),
+      ]);
+      if (generation !== this.generation) return; // a newer setting is on its way
+      this.render(request, memory, flops);
+      this.dataset.request = JSON.stringify(request);
+      this.showReady();
+    } catch (err) {
+      if (generation === this.generation) this.showError(err);
+    }
+  }
+
+  render(request, memory, flops) {
+    const { n_layer, n_head, d_head } = request;
+    this.$(".shape").textContent = `${n_layer} layers, ${n_head} query heads of width ${d_head} (d = ${n_head * d_head}).`
+      + " Per token and layer the cache holds one key and one value vector per key/value head.";
+    const largest = memory.variants[0].total_bytes;
+    this.$(".memory").innerHTML = memory.variants.map((v) => `
+      <div class="mem-row" role="listitem" data-variant="${v.name}" data-kv-heads="${v.n_kv_head}"
+           data-bytes-per-token="${v.bytes_per_token}" data-bytes="${v.total_bytes}">
+        <span class="label">${v.name}</span>
+        <span class="bar"><span style="width:${(100 * v.total_bytes) / largest}%"></span></span>
+        <span class="value">${formatBytes(v.total_bytes)} · ${v.n_kv_head} KV head${v.n_kv_head === 1 ? "" : "s"}</span>
+      </div>`).join("");
+    const t = this.$(".flops tbody");
+    t.dataset.without = String(flops.without_cache);
+    t.dataset.with = String(flops.with_cache);
+    t.dataset.ratio = String(flops.ratio);
+    t.innerHTML = `<tr><th>recompute the whole prefix every step</th><td>${formatFlops(flops.without_cache)} FLOPs</td></tr>
+      <tr><th>prefill once, then one token per step with the cache</th><td>${formatFlops(flops.with_cache)} FLOPs</td></tr>`;
+    this.$(".summary").textContent = `The cache does ${flops.ratio.toFixed(1)}× less arithmetic (${(100 * flops.saved_fraction).toFixed(1)}% saved)`
+      + ` for ${request.new_tokens} new tokens after a ${request.prompt_length}-token prompt; the price is`
+      + ` ${formatBytes(memory.variants[0].bytes_per_token)} of memory per cached token with MHA.`;
+  }
+}
+
+customElements.define("tx-kv-cache", TxKvCache);

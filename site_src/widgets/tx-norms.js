@@ -1,0 +1,178 @@
+/**
+ * <tx-norms>: LayerNorm and RMSNorm of one vector, and the residual stream of a
+ * pre-norm versus a post-norm stack.
+ *
+ * Attributes (all optional):
+ *   vector   comma-separated starting vector, default "1, 2, 3, 10, -2, 0.5"
+ *   depth    layers of the toy stack, default 24
+ *
+ * Computed by `demos.norms.compare_norms`, `demos.norms.random_vector` and
+ * `demos.norms.residual_stream_growth`. The statistics table carries `data-mean`,
+ * `data-std`, `data-rms` per row (`data-norm` = input | layer_norm | rms_norm); every
+ * point of the depth plot carries `data-wiring`, `data-layer` and `data-rms`.
+ */
+import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { TxElement } from "./base.js";
+
+const STYLE = `
+  .controls input[type=text], .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
+  .vector-row { display: flex; gap: 0.5em; align-items: center; margin-bottom: 0.6em; }
+  .vector-row label { flex: 1; display: flex; gap: 0.4em; align-items: center; }
+  .vector-row input { flex: 1; font: inherit; min-width: 0; }
+  table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin-bottom: 0.8em; }
+  th, td { padding: 0.1em 0.7em; border-bottom: 1px solid var(--tx-border); text-align: right; }
+  th:first-child, td:first-child { text-align: left; }
+  td.values { text-align: left; color: var(--tx-muted); font-size: 0.9em; }
+  svg { width: 100%; max-width: 40em; height: auto; display: block; }
+  svg text { font-size: 10px; fill: var(--tx-muted); }
+  svg .pre { stroke: var(--tx-accent); fill: none; stroke-width: 2; }
+  svg .post { stroke: #e65100; fill: none; stroke-width: 2; stroke-dasharray: 5 3; }
+  svg circle.pre { fill: var(--tx-accent); stroke: none; }
+  svg rect.post { fill: #e65100; stroke: none; }
+  svg .grid { stroke: var(--tx-border); }
+`;
+const ROWS = [["input", "input x"], ["layer_norm", "LayerNorm(x)"], ["rms_norm", "RMSNorm(x)"]];
+
+/** Parse "1, 2.5, -3" into numbers, or return an error message. */
+function parseVector(text) {
+  const parts = text.split(/[,\s]+/).filter(Boolean);
+  if (parts.length === 0) return { error: "Type at least one number." };
+  if (parts.length > 64) return { error: "Use at most 64 numbers." };
+  const values = parts.map(Number);
+  const bad = parts.find((p, i) => !Number.isFinite(values[i]));
+  return bad === undefined ? { values } : { error: `“${bad}” is not a number.` };
+}
+
+/** Line chart of the stream's RMS by layer: pre-norm (solid, circles) and post-norm (dashed, squares). */
+function depthChart(result) {
+  const W = 420, H = 220, L = 42, R = 10, T = 10, B = 32;
+  const layers = result.layer;
+  const ymax = Math.max(...result.pre_norm.rms, ...result.post_norm.rms) * 1.1;
+  const x = (i) => L + (i / layers[layers.length - 1]) * (W - L - R);
+  const y = (v) => T + (1 - v / ymax) * (H - T - B);
+  const ticks = [0, ymax / 2, ymax].map((v) => `<line class="grid" x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"></line>
+    <text x="${L - 4}" y="${y(v) + 3}" text-anchor="end">${v.toFixed(1)}</text>`).join("");
+  const series = (wiring) => {
+    const rms = result[wiring].rms;
+    const points = rms.map((v, i) => `${x(i)},${y(v)}`).join(" ");
+    const marks = rms.map((v, i) => (wiring === "pre_norm"
+      ? `<circle class="pre" cx="${x(i)}" cy="${y(v)}" r="2.5"`
+      : `<rect class="post" x="${x(i) - 2.5}" y="${y(v) - 2.5}" width="5" height="5"`)
+      + ` data-wiring="${wiring}" data-layer="${i}" data-rms="${v}"><title>${wiring === "pre_norm" ? "pre" : "post"}-norm, layer ${i}: RMS ${v.toFixed(3)}</title>`
+      + (wiring === "pre_norm" ? "</circle>" : "</rect>")).join("");
+    return `<polyline class="${wiring === "pre_norm" ? "pre" : "post"}" points="${points}"></polyline>${marks}`;
+  };
+  const last = layers.length - 1;
+  return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="RMS of the residual stream after each layer: pre-norm ends at
+    ${result.pre_norm.rms[last].toFixed(2)}, post-norm at ${result.post_norm.rms[last].toFixed(2)}">
+    ${ticks}${series("pre_norm")}${series("post_norm")}
+    <text x="${(L + W - R) / 2}" y="${H - 4}" text-anchor="middle">layer (0 = input)</text>
+    <text x="${L}" y="${H - 18}">0</text><text x="${W - R}" y="${H - 18}" text-anchor="end">${layers[last]}</text>
+    <text transform="translate(10 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">RMS of the stream</text>
+    <text x="${W - R}" y="${T + 12}" text-anchor="end">● solid: pre-norm   ■ dashed: post-norm</text></svg>`;
+}
+
+class TxNorms extends TxElement {
+  template() {
+    return `<style>${STYLE}</style>
+      <div class="title">LayerNorm and RMSNorm on one token's vector</div>
+      <div class="vector-row">
+        <label>x = <input name="vector" type="text" spellcheck="false" aria-label="vector x, comma-separated"></label>
+        <button type="button" name="random">Random vector</button>
+      </div>
+      <div class="controls">
+        <label>ε <input name="eps" type="number" min="0" step="any"><span></span></label>
+        <label>Seed <input name="seed" type="number" min="0" step="1"><span></span></label>
+      </div>
+      <table aria-label="Mean, standard deviation and RMS before and after each norm"><thead>
+        <tr><th></th><th>mean</th><th>std</th><th>RMS</th><th>values</th></tr></thead><tbody class="stats"></tbody></table>
+      <div class="title">Pre-norm versus post-norm: the residual stream with depth</div>
+      <div class="controls">
+        <label>Layers <input name="depth" type="range" min="1" max="64" step="1"><output></output></label>
+        <label>Width d <select name="d_model"><option>16</option><option selected>32</option><option>64</option></select><span></span></label>
+      </div>
+      <div class="chart"></div>
+      <div class="summary"></div>`;
+  }
+
+  mount() {
+    this.$('[name="vector"]').value = this.getAttribute("vector") ?? "1, 2, 3, 10, -2, 0.5";
+    this.$('[name="eps"]').value = "0.00001";
+    this.$('[name="seed"]').value = "0";
+    this.$('[name="depth"]').value = this.getAttribute("depth") ?? "24";
+    for (const el of this.shadowRoot.querySelectorAll("input, select")) el.addEventListener("input", () => this.update());
+    this.$('[name="random"]').addEventListener("click", () => this.randomise());
+    this.generation = 0;
+    this.unsubscribe = onPythonProgress((event) => {
+      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
+    });
+    this.update();
+  }
+
+  disconnectedCallback() {
+    this.unsubscribe?.();
+  }
+
+  /** Replace x by a random vector (8 entries, mean 3, std 2) drawn with the seed. */
+  async randomise() {
+    try {
+      const seed = Number(this.$('[name="seed"]').value);
+      const x = await callDemo("norms", "random_vector", { d: 8, seed, mean: 3, std: 2 });
+      this.$('[name="vector"]').value = x.map((v) => v.toFixed(3)).join(", ");
+      this.update();
+    } catch (err) {
+      this.showError(err);
+    }
+  }
+
+  request() {
+    const { values, error } = parseVector(this.$('[name="vector"]').value);
+    if (error) return { error };
+    const eps = Number(this.$('[name="eps"]').value);
+    if (!(eps > 0 && eps <= 1)) return { error: "ε must be a small positive number (at most 1)." };
+    const seed = Number(this.$('[name="seed"]').value);
+    if (!Number.isInteger(seed) || seed < 0) return { error: "The seed must be a whole number ≥ 0." };
+    const depth = Number(this.$('[name="depth"]').value);
+    return { request: { x: values, eps, seed, depth, d_model: Number(this.$('[name="d_model"]').value) } };
+  }
+
+  async update() {
+    const { request, error } = this.request();
+    const generation = ++this.generation;
+    if (error) {
+      this.showError(error);
+      return;
+    }
+    this.$('[name="depth"] + output').textContent = String(request.depth);
+    try {
+      const [norms, growth] = await Promise.all([
+        callDemo("norms", "compare_norms", { x: request.x, eps: request.eps }),
+        callDemo("norms", "residual_stream_growth", { depth: request.depth, d_model: request.d_model, seed: request.seed, eps: request.eps }),
+      ]);
+      if (generation !== this.generation) return; // a newer edit is on its way
+      this.render(norms, growth);
+      this.dataset.request = JSON.stringify(request);
+      this.showReady();
+    } catch (err) {
+      if (generation === this.generation) this.showError(err);
+    }
+  }
+
+  render(norms, growth) {
+    const fmt = (v) => (Math.abs(v) < 5e-13 ? "0" : v.toFixed(4));
+    this.$(".stats").innerHTML = ROWS.map(([key, label]) => {
+      const s = norms[key];
+      return `<tr data-norm="${key}" data-mean="${s.mean}" data-std="${s.std}" data-rms="${s.rms}">
+        <td>${label}</td><td>${fmt(s.mean)}</td><td>${fmt(s.std)}</td><td>${fmt(s.rms)}</td>
+        <td class="values">${s.values.map((v) => v.toFixed(2)).join(", ")}</td></tr>`;
+    }).join("");
+    this.$(".chart").innerHTML = depthChart(growth);
+    const last = growth.layer.length - 1;
+    this.$(".summary").textContent = `After ${last} layers the pre-norm stream has RMS ${growth.pre_norm.rms[last].toFixed(2)}`
+      + ` (it started at ${growth.pre_norm.rms[0].toFixed(2)}); post-norm renormalises after every layer and stays at`
+      + ` ${growth.post_norm.rms[last].toFixed(2)}. The last pre-norm update was ${(100 * growth.pre_norm.update_ratio[last - 1]).toFixed(0)}%`
+      + " of the stream it was added to.";
+  }
+}
+
+customElements.define("tx-norms", TxNorms);
