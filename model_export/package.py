@@ -1,47 +1,213 @@
-"""Describe a build directory in ``manifest.json``.
+"""Lay a variant out on disk for the browser, and describe the build directory in ``manifest.json``.
 
-The manifest lists every file the browser downloads with its size and sha256, grouped into
-variants (one per precision / file layout, each a list of files), plus the tokenizer files, the
-model's configuration and graph signature, and the validation rows. Paths are relative to the
-manifest's directory.
+A variant is one graph file, ``<variant>/model.onnx``, plus its weights in external-data pieces
+``<variant>/model.onnx.data.0``, ``.data.1``, ... of at most ``piece_bytes`` each (GitHub Pages
+refuses files over 100 MB, and smaller files download in parallel and cache well). Each weight
+tensor of the graph names its piece by file name (its ONNX external-data ``location``, relative
+to the graph file) with an offset and a length, so the browser hands the pieces to
+onnxruntime-web as ``externalData: [{path: location, data: bytes}]``. A variant whose weights
+total at most ``inline_bytes`` stays a single file: below a few megabytes one request is cheaper
+than several.
+
+A tensor larger than a piece is stored as row blocks joined by a ``Concat`` node that produces
+the original tensor name; ONNX Runtime folds the ``Concat`` when it loads the graph.
+
+The manifest lists, per variant, its files with bytes, sha256 and role (``graph`` or ``data``),
+the execution providers it targets, its output names and its validation metrics; plus the
+model configuration, the graph's inputs and outputs, the tokenizer files and the default variant
+per backend. Paths are relative to the manifest's directory.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import external_data_helper, numpy_helper
 
 from .tokenizer import sha256_file
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+FORMAT = 2
+GRAPH_FILE = "model.onnx"
+PIECE_BYTES = 40_000_000
+INLINE_BYTES = 5_000_000
+SMALL_TENSOR_BYTES = 1024  # shape constants and the like stay inside the graph
+DEFAULT_VARIANTS = {"webgpu": "q4", "wasm": "q8"}
 
 
-def file_entry(path: str | Path, root: str | Path) -> dict:
-    """``{"path", "bytes", "sha256"}`` of a file, its path relative to ``root`` with ``/`` separators."""
-    path, root = Path(path), Path(root)
-    return {"path": path.relative_to(root).as_posix(), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+def piece_name(index: int) -> str:
+    """File name of external-data piece ``index``: ``model.onnx.data.{index}``."""
+    return f"{GRAPH_FILE}.data.{index}"
 
 
-def variant(name: str, dtype: str, backends: list[str], files: list[str | Path], root: str | Path) -> dict:
-    """One downloadable form of the model.
+def tensor_bytes(tensor: onnx.TensorProto) -> int:
+    """Size of an initializer's data as stored (raw bytes)."""
+    if tensor.HasField("raw_data"):
+        return len(tensor.raw_data)
+    return numpy_helper.to_array(tensor).nbytes
+
+
+def _raw(tensor: onnx.TensorProto) -> bytes:
+    if tensor.HasField("raw_data"):
+        return tensor.raw_data
+    return numpy_helper.to_array(tensor).tobytes()
+
+
+def split_large_initializers(proto: onnx.ModelProto, max_bytes: int) -> list[str]:
+    """Replaces each initializer over ``max_bytes`` by row blocks and a ``Concat`` node, in place.
+
+    Only plain numeric tensors can be split (4-bit or blocked quantized weights cannot, and are
+    far smaller than a piece anyway).
+
+    Returns:
+        Names of the split initializers.
+
+    Raises:
+        ValueError: If a tensor too large for a piece cannot be split by rows.
+    """
+    graph = proto.graph
+    split, concats = [], []
+    for tensor in list(graph.initializer):
+        size = tensor_bytes(tensor)
+        if size <= max_bytes:
+            continue
+        array = numpy_helper.to_array(tensor)
+        if array.ndim == 0 or tensor.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4):
+            raise ValueError(f"initializer {tensor.name} ({size} bytes) exceeds a piece and cannot be split by rows")
+        row_bytes = array.nbytes // array.shape[0]
+        rows = max(1, max_bytes // row_bytes)
+        names = []
+        for index, start in enumerate(range(0, array.shape[0], rows)):
+            names.append(f"{tensor.name}.rows{index}")
+            graph.initializer.append(numpy_helper.from_array(array[start : start + rows], names[-1]))
+        graph.initializer.remove(tensor)
+        concats.append(onnx.helper.make_node("Concat", names, [tensor.name], name=f"{tensor.name}.concat", axis=0))
+        split.append(tensor.name)
+    for node in reversed(concats):  # before every user: graph nodes are topologically sorted
+        graph.node.insert(0, node)
+    return split
+
+
+def save_variant(
+    proto: onnx.ModelProto,
+    directory: str | Path,
+    piece_bytes: int = PIECE_BYTES,
+    inline_bytes: int = INLINE_BYTES,
+) -> list[Path]:
+    """Writes ``directory/model.onnx`` and its external-data pieces; edits ``proto`` in place.
 
     Args:
-        name: Variant id, e.g. ``fp32``.
-        dtype: Weight dtype, e.g. ``float32``.
-        backends: ONNX Runtime Web execution providers it runs on, preferred first.
-        files: The variant's files in load order (one ONNX file, or a graph plus weight chunks).
+        proto: The graph with all weights loaded.
+        directory: The variant's directory (created; files left from an earlier run removed).
+        piece_bytes: Largest piece.
+        inline_bytes: Weights totalling at most this stay inside the graph file.
+
+    Returns:
+        The written files, graph first, then the pieces in order.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.glob(f"{GRAPH_FILE}*"):
+        old.unlink()
+    graph_path = directory / GRAPH_FILE
+    big = [t for t in proto.graph.initializer if tensor_bytes(t) >= SMALL_TENSOR_BYTES]
+    if sum(tensor_bytes(t) for t in big) <= inline_bytes:
+        onnx.save(proto, str(graph_path))
+        return [graph_path]
+
+    split_large_initializers(proto, piece_bytes)
+    big = [t for t in proto.graph.initializer if tensor_bytes(t) >= SMALL_TENSOR_BYTES]
+    pieces: list[Path] = []
+    handle, offset = None, 0
+    try:
+        for tensor in big:
+            data = _raw(tensor)
+            if handle is None or offset + len(data) > piece_bytes:
+                if handle is not None:
+                    handle.close()
+                pieces.append(directory / piece_name(len(pieces)))
+                handle, offset = open(pieces[-1], "wb"), 0
+            handle.write(data)
+            external_data_helper.set_external_data(tensor, location=pieces[-1].name, offset=offset, length=len(data))
+            tensor.data_location = onnx.TensorProto.EXTERNAL
+            tensor.ClearField("raw_data")
+            for typed in ("float_data", "int32_data", "int64_data", "double_data", "uint64_data", "string_data"):
+                tensor.ClearField(typed)
+            offset += len(data)
+    finally:
+        if handle is not None:
+            handle.close()
+    onnx.save(proto, str(graph_path))
+    return [graph_path, *pieces]
+
+
+def load_variant(directory: str | Path) -> onnx.ModelProto:
+    """Reads a variant's graph with its weights (pieces included)."""
+    return onnx.load(str(Path(directory) / GRAPH_FILE))
+
+
+def file_entry(path: str | Path, root: str | Path, role: str | None = None) -> dict:
+    """``{"path", "bytes", "sha256"[, "role"]}`` of a file, its path relative to ``root`` with ``/``."""
+    path, root = Path(path), Path(root)
+    entry = {"path": path.relative_to(root).as_posix(), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    if role:
+        entry["role"] = role
+    return entry
+
+
+def variant_files(directory: str | Path) -> list[Path]:
+    """A variant directory's files in load order: the graph, then the pieces by number."""
+    directory = Path(directory)
+    pieces = sorted(directory.glob(f"{GRAPH_FILE}.data.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+    return [directory / GRAPH_FILE, *pieces]
+
+
+def variant_entry(
+    name: str, dtype: str, backends: list[str], outputs: list[str], root: str | Path, validation: dict | None = None
+) -> dict:
+    """One downloadable form of the model, as listed in the manifest.
+
+    Args:
+        name: Variant id; its files are in ``root/name/``.
+        dtype: Weight dtype, e.g. ``int4``.
+        backends: onnxruntime-web execution providers it runs on, preferred first.
+        outputs: Names of the graph's outputs.
         root: The build directory.
+        validation: Its metrics against the fp32 reference, if measured.
 
     Returns:
         The manifest entry.
     """
-    return {"name": name, "dtype": dtype, "backends": list(backends), "files": [file_entry(f, root) for f in files]}
+    paths = variant_files(Path(root) / name)
+    files = [file_entry(p, root, "graph" if p.name == GRAPH_FILE else "data") for p in paths]
+    return {
+        "name": name,
+        "dtype": dtype,
+        "backends": list(backends),
+        "outputs": list(outputs),
+        "files": files,
+        "validation": validation or {},
+        "bytes": sum(f["bytes"] for f in files),
+    }
+
+
+def external_locations(graph_path: str | Path) -> set[str]:
+    """The external-data file names a graph refers to (without loading the weights)."""
+    proto = onnx.load(str(graph_path), load_external_data=False)
+    locations = set()
+    for tensor in proto.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            locations.add(next(e.value for e in tensor.external_data if e.key == "location"))
+    return locations
 
 
 def versions() -> dict[str, str]:
     """Versions of the packages that produced the files."""
-    import onnx
     import onnxruntime
     import onnxscript
     import torch
@@ -61,6 +227,7 @@ def build_manifest(
     name: str,
     source: str,
     seed: int | None,
+    random_weights: bool,
     config: dict,
     inputs: list[dict],
     outputs: list[dict],
@@ -68,6 +235,7 @@ def build_manifest(
     tokenizer: dict[str, Path],
     validation: list[dict],
     root: str | Path,
+    default_variants: dict[str, str] | None = None,
 ) -> dict:
     """Assembles the manifest dict.
 
@@ -75,38 +243,65 @@ def build_manifest(
         name: Model name shown to readers.
         source: Where the weights came from (``preset:tiny``, a directory, a Hub id).
         seed: Random seed of a preset, else None.
+        random_weights: True when the weights are random numbers (a preset).
         config: ``GPT2Config.to_dict()``.
-        inputs: Graph inputs as ``{"name", "dtype", "shape"}``.
-        outputs: Graph outputs, same form.
-        variants: Entries from ``variant()``.
+        inputs: Graph inputs as ``{"name", "dtype", "shape"}`` (the same for every variant).
+        outputs: Every output a variant may have, same form; each variant lists its own names.
+        variants: Entries from ``variant_entry()``, in the order a browser should consider them.
         tokenizer: Role (``vocab``, ``merges``, ``notice``) -> file path.
-        validation: Validation rows as dicts (empty when skipped).
+        validation: The fp32 reference's validation rows as dicts (empty when skipped).
         root: The build directory.
+        default_variants: Backend -> variant name; ``DEFAULT_VARIANTS`` restricted to the
+            variants present if None.
 
     Returns:
         The manifest, ready for ``write_manifest``.
     """
     keys = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")
+    present = [v["name"] for v in variants]
+    if default_variants is None:
+        default_variants = {}
+        for backend, preferred in DEFAULT_VARIANTS.items():
+            usable = [v["name"] for v in variants if backend in v["backends"]]
+            if usable:
+                default_variants[backend] = preferred if preferred in present and preferred in usable else usable[0]
     return {
         "format": FORMAT,
         "name": name,
         "source": source,
         "seed": seed,
+        "random_weights": random_weights,
         "config": {key: config[key] for key in keys},
         "inputs": inputs,
         "outputs": outputs,
         "variants": variants,
+        "default_variants": default_variants,
         "tokenizer": {role: file_entry(path, root) for role, path in tokenizer.items()},
         "validation": validation,
         "created_with": versions(),
     }
 
 
-def write_manifest(out_dir: str | Path, manifest: dict) -> Path:
-    """Writes ``manifest.json`` (indented, trailing newline) and returns its path."""
-    path = Path(out_dir) / MANIFEST
-    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+def write_json(path: str | Path, data: dict) -> Path:
+    """Writes indented JSON with a trailing newline, atomically (a temporary file renamed)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
     return path
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def write_manifest(out_dir: str | Path, manifest: dict) -> Path:
+    """Writes ``manifest.json`` and returns its path."""
+    return write_json(Path(out_dir) / MANIFEST, manifest)
 
 
 def read_manifest(out_dir: str | Path) -> dict:
@@ -129,3 +324,29 @@ def file_mismatches(out_dir: str | Path, manifest: dict) -> list[str]:
         elif path.stat().st_size != entry["bytes"] or sha256_file(path) != entry["sha256"]:
             problems.append(f"{entry['path']}: differs from the manifest")
     return problems
+
+
+def layout_problems(out_dir: str | Path, manifest: dict, piece_bytes: int = PIECE_BYTES) -> list[str]:
+    """Breaks of the browser's contract: one graph per variant, pieces that are too large, or
+    external-data locations that are not the variant's pieces."""
+    problems = []
+    for variant in manifest["variants"]:
+        graphs = [f for f in variant["files"] if f.get("role") == "graph"]
+        data = [f for f in variant["files"] if f.get("role") == "data"]
+        if len(graphs) != 1:
+            problems.append(f"{variant['name']}: {len(graphs)} graph files (expected 1)")
+            continue
+        problems += [f"{f['path']}: {f['bytes']} bytes > {piece_bytes}" for f in data if f["bytes"] > piece_bytes]
+        graph_dir = Path(graphs[0]["path"]).parent
+        names = {Path(f["path"]).name for f in data}
+        if any(Path(f["path"]).parent != graph_dir for f in data):
+            problems.append(f"{variant['name']}: data pieces outside the graph's directory")
+        locations = external_locations(Path(out_dir) / graphs[0]["path"])
+        if locations != names:
+            problems.append(f"{variant['name']}: graph refers to {sorted(locations)}, manifest lists {sorted(names)}")
+    return problems
+
+
+def megabytes(n_bytes: int) -> float:
+    """Bytes in MB (10^6), rounded to 0.1."""
+    return math.floor(n_bytes / 1e5 + 0.5) / 10

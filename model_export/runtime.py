@@ -1,11 +1,14 @@
-"""Run the exported graph and the PyTorch module side by side, with NumPy in and out.
+"""Run the exported graphs and the PyTorch module side by side, with NumPy in and out.
 
-Both runners share one call signature, ``run(input_ids, attention_mask, position_ids, past)``
-returning ``(logits, present)``, so the validation and greedy decoding code is written once.
+Both runners share one call, ``run(input_ids, attention_mask, position_ids, past)`` returning
+``(logits, present)``, so the validation, the greedy decoding and the speed measurement are
+written once. Every variant takes and returns float32, whatever its weights are stored as.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,11 +36,26 @@ def positions_from_mask(attention_mask: np.ndarray) -> np.ndarray:
     return np.maximum(np.cumsum(attention_mask, axis=-1) - 1, 0).astype(np.int64)
 
 
+def left_pad(prompts: list[list[int]], pad_id: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Packs prompts of different lengths into one batch, padding on the left.
+
+    Returns:
+        ``(input_ids, attention_mask)``, both (B, longest) int64.
+    """
+    longest = max(len(p) for p in prompts)
+    input_ids = np.full((len(prompts), longest), pad_id, np.int64)
+    attention_mask = np.zeros((len(prompts), longest), np.int64)
+    for row, prompt in enumerate(prompts):
+        input_ids[row, longest - len(prompt) :] = prompt
+        attention_mask[row, longest - len(prompt) :] = 1
+    return input_ids, attention_mask
+
+
 class OrtGPT2:
-    """An ONNX Runtime session over ``model.onnx`` (CPU execution provider).
+    """An ONNX Runtime session (CPU execution provider) over one exported graph.
 
     Args:
-        path: The exported ONNX file.
+        path: The graph file; its external-data pieces are read from its directory.
         config: The model's configuration.
         threads: Intra-op threads; ONNX Runtime's default if None.
     """
@@ -46,20 +64,30 @@ class OrtGPT2:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
+        options.log_severity_level = 3  # keep ORT's node-placement notes out of the tables
         if threads:
             options.intra_op_num_threads = threads
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.config = config
-        self.input_names, _ = io_names(config.n_layer)
+        self.input_names, core = io_names(config.n_layer)
         self.output_names = [o.name for o in self.session.get_outputs()]
+        self.core_outputs = core  # logits and present: what generation needs
+
+    def feeds(self, input_ids, attention_mask, position_ids, past) -> dict[str, np.ndarray]:
+        """The graph's input dict."""
+        return dict(zip(self.input_names, [input_ids, attention_mask, position_ids, *past], strict=True))
 
     def run(
         self, input_ids: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: list[np.ndarray]
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """One forward pass. Returns logits (B, T, V) and present, ``2 * n_layer`` (B, nh, P+T, hd)."""
-        feeds = dict(zip(self.input_names, [input_ids, attention_mask, position_ids, *past]))
-        logits, *present = self.session.run(None, feeds)
-        return logits, present[: 2 * self.config.n_layer]
+        logits, *present = self.session.run(self.core_outputs, self.feeds(input_ids, attention_mask, position_ids, past))
+        return logits, present
+
+    def run_all(self, input_ids, attention_mask, position_ids, past) -> dict[str, np.ndarray]:
+        """One forward pass returning every output of the graph by name."""
+        values = self.session.run(None, self.feeds(input_ids, attention_mask, position_ids, past))
+        return dict(zip(self.output_names, values, strict=True))
 
 
 class TorchGPT2:
@@ -70,64 +98,99 @@ class TorchGPT2:
         self.config = model.config
 
     @torch.no_grad()
+    def run_all(self, input_ids, attention_mask, position_ids, past) -> dict[str, np.ndarray]:
+        """One forward pass returning every output the module produces, named as in the graph."""
+        args = [torch.from_numpy(np.ascontiguousarray(a)) for a in (input_ids, attention_mask, position_ids, *past)]
+        _, names = io_names(self.config.n_layer, self.model.output_attentions, self.model.output_hidden_states)
+        return {name: t.numpy() for name, t in zip(names, self.model(*args), strict=True)}
+
     def run(
         self, input_ids: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: list[np.ndarray]
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """One forward pass. Returns logits (B, T, V) and present, ``2 * n_layer`` (B, nh, P+T, hd)."""
-        args = [torch.from_numpy(np.ascontiguousarray(a)) for a in (input_ids, attention_mask, position_ids, *past)]
-        logits, *present = self.model(*args)
-        return logits.numpy(), [p.numpy() for p in present[: 2 * self.config.n_layer]]
+        outputs = self.run_all(input_ids, attention_mask, position_ids, past)
+        _, core = io_names(self.config.n_layer)
+        return outputs["logits"], [outputs[name] for name in core[1:]]
 
 
-def next_token(last_logits: np.ndarray, generated: list[int], no_repeat: bool) -> int:
-    """Greedy choice for one sequence; with ``no_repeat`` the ids generated so far are banned.
+def choose_next(last_logits: np.ndarray, generated: np.ndarray, no_repeat: bool) -> np.ndarray:
+    """Greedy choice per row; with ``no_repeat`` each row's already generated ids are banned.
 
     A random-weight model tends to repeat one token forever, which would make a comparison of
     two greedy runs trivially easy; banning repeats forces it through many different ids.
-    """
-    scores = last_logits.astype(np.float64)  # (V,)
-    if no_repeat and generated:
-        scores[generated] = -np.inf
-    return int(scores.argmax())
-
-
-def greedy_with_cache(runner, prompt: list[int], new_tokens: int, no_repeat: bool = False) -> list[int]:
-    """Greedy decoding that feeds each step's present back as the next step's past.
 
     Args:
-        runner: ``OrtGPT2`` or ``TorchGPT2``.
-        prompt: Token ids of one sequence.
-        new_tokens: How many ids to generate.
+        last_logits: (B, V) logits of the last position.
+        generated: (B, n) ids generated so far.
         no_repeat: Ban ids already generated.
 
     Returns:
-        The generated ids.
+        (B,) int64 chosen ids.
     """
-    input_ids = np.array([prompt], np.int64)  # (1, T)
-    position_ids = np.arange(len(prompt), dtype=np.int64)[None]  # (1, T)
-    past = empty_past(runner.config, 1)
-    generated: list[int] = []
+    scores = last_logits.astype(np.float64)  # (B, V)
+    if no_repeat and generated.shape[1]:
+        np.put_along_axis(scores, generated, -np.inf, axis=1)
+    return scores.argmax(axis=1).astype(np.int64)
+
+
+def greedy(
+    runner, prompts: list[list[int]], new_tokens: int, *, no_repeat: bool = False, use_cache: bool = True
+) -> np.ndarray:
+    """Greedy decoding of a batch of prompts, left-padded to a common length.
+
+    With ``use_cache`` each step feeds the previous step's present back as past and runs only
+    the new token; without it every step reprocesses the whole sequence with an empty past.
+
+    Args:
+        runner: ``OrtGPT2`` or ``TorchGPT2``.
+        prompts: Token ids of each sequence (lengths may differ).
+        new_tokens: How many ids to generate per sequence.
+        no_repeat: Ban ids already generated in that sequence.
+        use_cache: Use the KV cache.
+
+    Returns:
+        (B, new_tokens) int64 generated ids.
+    """
+    input_ids, attention_mask = left_pad(prompts)  # (B, L)
+    batch = len(prompts)
+    generated = np.zeros((batch, 0), np.int64)
+    step_ids, past = input_ids, empty_past(runner.config, batch)
+    step_positions = positions_from_mask(attention_mask)
     for _ in range(new_tokens):
-        total = len(prompt) + len(generated)
-        attention_mask = np.ones((1, total), np.int64)  # (1, P+T)
-        logits, past = runner.run(input_ids, attention_mask, position_ids, past)
-        generated.append(next_token(logits[0, -1], generated, no_repeat))
-        input_ids = np.array([[generated[-1]]], np.int64)  # (1, 1)
-        position_ids = np.array([[total]], np.int64)  # (1, 1)
+        if use_cache:
+            logits, past = runner.run(step_ids, attention_mask, step_positions, past)
+        else:
+            full_ids = np.concatenate([input_ids, generated], axis=1)
+            positions = positions_from_mask(attention_mask)
+            logits, _ = runner.run(full_ids, attention_mask, positions, empty_past(runner.config, batch))
+        chosen = choose_next(logits[:, -1], generated, no_repeat)  # (B,)
+        generated = np.concatenate([generated, chosen[:, None]], axis=1)
+        step_ids = chosen[:, None]  # (B, 1)
+        step_positions = attention_mask.sum(axis=1, keepdims=True).astype(np.int64)  # (B, 1) next position
+        attention_mask = np.concatenate([attention_mask, np.ones((batch, 1), np.int64)], axis=1)
     return generated
 
 
-def greedy_without_cache(runner, prompt: list[int], new_tokens: int, no_repeat: bool = False) -> list[int]:
-    """Greedy decoding that reprocesses the whole sequence at every step (no cache at all).
+def decode_speed(runner, prompt_len: int = 8, new_tokens: int = 64, runs: int = 5) -> dict:
+    """Tokens per second of greedy decoding with the KV cache, batch 1.
 
-    Same arguments and result as ``greedy_with_cache``.
+    One untimed warm-up run, then ``runs`` timed runs of a ``prompt_len``-token prompt followed
+    by ``new_tokens`` generated tokens (the prompt's forward pass included in the time).
+
+    Returns:
+        ``{"tok_per_s": median, "tok_per_s_runs": [...], "prompt": prompt_len, "new_tokens": ...}``.
     """
-    generated: list[int] = []
-    for _ in range(new_tokens):
-        ids = prompt + generated
-        input_ids = np.array([ids], np.int64)  # (1, L)
-        attention_mask = np.ones_like(input_ids)  # (1, L)
-        position_ids = np.arange(len(ids), dtype=np.int64)[None]  # (1, L)
-        logits, _ = runner.run(input_ids, attention_mask, position_ids, empty_past(runner.config, 1))
-        generated.append(next_token(logits[0, -1], generated, no_repeat))
-    return generated
+    rng = np.random.default_rng(0)
+    prompt = rng.integers(0, runner.config.vocab_size, prompt_len).tolist()
+    greedy(runner, [prompt], min(4, new_tokens))
+    rates = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        greedy(runner, [prompt], new_tokens)
+        rates.append(new_tokens / (time.perf_counter() - start))
+    return {
+        "tok_per_s": round(statistics.median(rates), 1),
+        "tok_per_s_runs": [round(r, 1) for r in rates],
+        "prompt": prompt_len,
+        "new_tokens": new_tokens,
+    }

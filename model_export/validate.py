@@ -1,60 +1,159 @@
-"""Numbers that say the export is right.
+"""Numbers that say the exported files are right, each check one row of a table.
 
-Three references are compared, each check yielding one ``CheckResult`` row:
+Three comparisons, in order:
 
-* our PyTorch ``GPT2`` against Hugging Face's ``GPT2LMHeadModel`` (eager attention), on a left-padded
-  batch and on a KV-cache decode step (the reference recomputes the whole sequence without cache);
-* ONNX Runtime (CPU) against our PyTorch module, on the prefill (empty past) and on a decode step
-  that feeds each runner's own present back as past;
-* greedy and no-repeat greedy continuations: ONNX Runtime with its KV cache against PyTorch
-  recomputing the full sequence each step.
+* **torch vs HF**: our PyTorch ``GPT2`` against Hugging Face's ``GPT2LMHeadModel`` (eager
+  attention) on a left-padded batch, and on decode steps after a KV cache (the reference
+  recomputes the whole sequence);
+* **fp32 vs torch**: the fp32 ONNX graph in ONNX Runtime (CPU) against our module: logits,
+  present, attentions and hidden states on a left-padded batch of two, without and with past;
+  top-1 agreement; greedy and no-repeat greedy continuations of a left-padded batch, with and
+  without the KV cache, against PyTorch recomputing the whole sequence at every step;
+* **variant vs fp32**: each shipped variant against the fp32 graph, teacher-forced on a text
+  shipped with this package (``data/validation_text.txt``): mean KL divergence of the next-token
+  distributions, top-1 and top-5 agreement, perplexity ratio, the KV cache's consistency within
+  the variant, and finite logits on a left-padded batch.
+
+A row passes when its measurement is within its bound: at most ``limit`` for errors, at least
+``limit`` for agreements. NaN never passes.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .gpt2 import GPT2
-from .runtime import OrtGPT2, TorchGPT2, empty_past, greedy_with_cache, greedy_without_cache, positions_from_mask
+from .runtime import OrtGPT2, TorchGPT2, empty_past, greedy, positions_from_mask
+
+TEXT_TOKENS = 512  # of the validation text, at most (and at most n_positions)
+CACHE_STEPS = 16  # decode steps compared with the same variant's teacher-forced logits
+
+
+@dataclass
+class VariantTolerance:
+    """Bounds for one variant against the fp32 graph.
+
+    Attributes:
+        kl: Max mean KL(fp32 || variant) of the next-token distributions, in nats.
+        top1: Min share of positions where both pick the same most likely token.
+        top5: Min mean overlap of the two top-5 sets (0..1).
+        ppl_ratio: Max perplexity of the variant over perplexity of fp32 on the text.
+        cache_kl: Max mean KL between the variant's logits with and without the KV cache.
+    """
+
+    kl: float
+    top1: float
+    top5: float
+    ppl_ratio: float
+    cache_kl: float
 
 
 @dataclass
 class Tolerances:
-    """Largest accepted value of each kind of measurement.
+    """Every bound of the validation.
 
     Attributes:
         hf: Max abs logit difference, our module vs Hugging Face.
-        ort: Max abs difference of logits and present, ONNX Runtime vs our module.
-        tokens: Number of greedy tokens allowed to differ, ONNX Runtime vs PyTorch.
+        ort: Max abs difference of every output, fp32 ONNX Runtime vs our module.
+        top1: Min top-1 agreement, fp32 ONNX Runtime vs our module.
+        tokens: Max greedy tokens differing, ONNX Runtime vs PyTorch.
+        variants: Per-variant bounds against the fp32 graph.
     """
 
     hf: float = 1e-5
     ort: float = 1e-4
+    top1: float = 0.99
     tokens: int = 0
+    variants: dict[str, VariantTolerance] = field(default_factory=dict)
+
+    @classmethod
+    def defaults(cls, random_weights: bool) -> Tolerances:
+        """Bounds suited to random weights (a preset) or to a trained checkpoint.
+
+        Random weights give nearly flat next-token distributions: a tiny change of the logits
+        moves the top-1 token, so agreements are low and KL tiny even for a good variant.
+        Trained weights give peaked distributions, larger logits (so larger absolute float32
+        differences) and a meaningful perplexity.
+        """
+        if random_weights:
+            return cls(hf=1e-5, ort=1e-4, top1=0.99, tokens=0, variants={
+                "fp16": VariantTolerance(kl=1e-4, top1=0.9, top5=0.9, ppl_ratio=1.001, cache_kl=1e-4),
+                "q8": VariantTolerance(kl=5e-3, top1=0.5, top5=0.5, ppl_ratio=1.01, cache_kl=5e-3),
+                "q4": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
+            })
+        return cls(hf=1e-3, ort=1e-3, top1=0.99, tokens=0, variants={
+            "fp16": VariantTolerance(kl=2e-3, top1=0.97, top5=0.95, ppl_ratio=1.01, cache_kl=2e-3),
+            "q8": VariantTolerance(kl=0.1, top1=0.8, top5=0.8, ppl_ratio=1.1, cache_kl=0.05),
+            "q4": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
+        })
+
+    def override(self, key: str, value: float) -> Tolerances:
+        """A copy with one bound changed.
+
+        Args:
+            key: ``hf``, ``ort``, ``top1``, ``tokens``, or ``VARIANT.METRIC`` such as ``q4.kl``.
+            value: The new bound.
+
+        Raises:
+            ValueError: For an unknown key.
+        """
+        if "." not in key:
+            names = [f.name for f in fields(self) if f.name != "variants"]
+            if key not in names:
+                raise ValueError(f"unknown tolerance {key!r}; use one of {', '.join(names)} or VARIANT.METRIC")
+            return replace(self, **{key: int(value) if key == "tokens" else value})
+        variant, metric = key.split(".", 1)
+        metrics = [f.name for f in fields(VariantTolerance)]
+        if variant not in self.variants or metric not in metrics:
+            raise ValueError(
+                f"unknown tolerance {key!r}; variants: {', '.join(self.variants)}; metrics: {', '.join(metrics)}"
+            )
+        variants = dict(self.variants)
+        variants[variant] = replace(variants[variant], **{metric: value})
+        return replace(self, variants=variants)
 
 
 @dataclass
 class CheckResult:
-    """One row of the validation table: passed means ``measured <= tolerance``."""
+    """One row of the validation table.
+
+    Attributes:
+        name: What was measured.
+        measured: The measurement.
+        limit: The bound.
+        passed: Whether the measurement is within the bound.
+        at_least: True if the bound is a minimum (agreements), False for a maximum (errors).
+        group: ``torch``, ``fp32``, ``files`` or a variant name.
+    """
 
     name: str
     measured: float
-    tolerance: float
+    limit: float
     passed: bool
+    at_least: bool = False
+    group: str = "fp32"
 
     def to_dict(self) -> dict:
         """Returns the row as a JSON-serialisable dict."""
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, row: dict) -> CheckResult:
+        """Rebuilds a row written by ``to_dict``."""
+        return cls(**{f.name: row[f.name] for f in fields(cls) if f.name in row})
 
-def check(name: str, measured: float, tolerance: float) -> CheckResult:
+
+def check(name: str, measured: float, limit: float, *, at_least: bool = False, group: str = "fp32") -> CheckResult:
     """Builds a row. NaN never passes (every comparison with NaN is False)."""
     measured = int(measured) if isinstance(measured, int | np.integer) else float(measured)
-    return CheckResult(name, measured, tolerance, bool(measured <= tolerance))
+    passed = measured >= limit if at_least else measured <= limit
+    return CheckResult(name, measured, limit, bool(passed), at_least, group)
 
 
 def max_abs_diff(a, b, where: np.ndarray | None = None) -> float:
@@ -62,17 +161,19 @@ def max_abs_diff(a, b, where: np.ndarray | None = None) -> float:
     if isinstance(a, list | tuple):
         return max(max_abs_diff(x, y) for x, y in zip(a, b, strict=True))
     diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
-    return float(diff[where].max() if where is not None else diff.max())
+    if where is not None:
+        diff = diff[np.broadcast_to(where, diff.shape)]
+    return float(diff.max()) if diff.size else 0.0
 
 
-def example_batch(vocab_size: int, prompt_len: int = 8, pad: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Two random prompts, the second left-padded by ``pad`` tokens.
+def example_batch(vocab_size: int, length: int = 8, pad: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Two random sequences, the second left-padded by ``pad`` tokens.
 
     Returns:
-        ``(input_ids, attention_mask)``, both (2, prompt_len) int64.
+        ``(input_ids, attention_mask)``, both (2, length) int64.
     """
     rng = np.random.default_rng(seed)
-    input_ids = rng.integers(0, vocab_size, (2, prompt_len), dtype=np.int64)
+    input_ids = rng.integers(0, vocab_size, (2, length), dtype=np.int64)
     attention_mask = np.ones_like(input_ids)
     attention_mask[1, :pad] = 0
     input_ids[1, :pad] = 0
@@ -91,63 +192,95 @@ def hf_logits(hf_model, input_ids: np.ndarray, attention_mask: np.ndarray) -> np
     return out.logits.float().numpy()
 
 
-def prefill_then_decode(runner, input_ids: np.ndarray, attention_mask: np.ndarray, split: int):
-    """Runs ``input_ids[:, :split]`` as a prefill, then the rest as one decode step with past.
+def prefill_then_decode(runner, input_ids: np.ndarray, attention_mask: np.ndarray, split: int, everything=False):
+    """Runs ``input_ids[:, :split]`` with an empty past, then the rest as one step with that past.
 
     Returns:
-        ``(prefill_logits, prefill_present, decode_logits, decode_present)``.
+        ``(first, second)``: each ``(logits, present)``, or every output by name with
+        ``everything``.
     """
     positions = positions_from_mask(attention_mask)
-    batch = input_ids.shape[0]
-    logits0, present0 = runner.run(
-        input_ids[:, :split], attention_mask[:, :split], positions[:, :split], empty_past(runner.config, batch)
-    )
-    logits1, present1 = runner.run(input_ids[:, split:], attention_mask, positions[:, split:], present0)
-    return logits0, present0, logits1, present1
+    past0 = empty_past(runner.config, input_ids.shape[0])
+    first_args = (input_ids[:, :split], attention_mask[:, :split], positions[:, :split])
+    if everything:
+        first = runner.run_all(*first_args, past0)
+        past = [first[name] for name in first if name.startswith("present.")]
+        second = runner.run_all(input_ids[:, split:], attention_mask, positions[:, split:], past)
+        return first, second
+    first = runner.run(*first_args, past0)
+    return first, runner.run(input_ids[:, split:], attention_mask, positions[:, split:], first[1])
 
 
 def check_against_hf(model: GPT2, hf_model, tol: float, prompt_len: int = 8, decode_len: int = 3) -> list[CheckResult]:
     """Our PyTorch module vs Hugging Face's, on real (unpadded) token positions only."""
     input_ids, attention_mask = example_batch(model.config.vocab_size, prompt_len + decode_len)
-    real = attention_mask.astype(bool)
-    reference = hf_logits(hf_model, input_ids, attention_mask)  # (2, L, V)
+    real = attention_mask.astype(bool)[:, :, None]  # (B, L, 1)
+    reference = hf_logits(hf_model, input_ids, attention_mask)  # (B, L, V)
 
     ours = TorchGPT2(model)
-    _, _, full_logits, _ = prefill_then_decode(ours, input_ids, attention_mask, split=0)
-    _, _, decode_logits, _ = prefill_then_decode(ours, input_ids, attention_mask, split=prompt_len)
+    full_logits, _ = ours.run(input_ids, attention_mask, positions_from_mask(attention_mask), empty_past(model.config, 2))
+    _, (decode_logits, _) = prefill_then_decode(ours, input_ids, attention_mask, split=prompt_len)
     return [
-        check("torch vs HF: logits, left-padded batch", max_abs_diff(full_logits, reference, real), tol),
+        check("torch vs HF: logits, left-padded batch", max_abs_diff(full_logits, reference, real), tol, group="torch"),
         check(
-            f"torch vs HF: logits, {decode_len} tokens after KV cache",
+            f"torch vs HF: logits of {decode_len} tokens after a KV cache",
             max_abs_diff(decode_logits, reference[:, prompt_len:], real[:, prompt_len:]),
             tol,
+            group="torch",
         ),
     ]
 
 
-def check_onnx(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tol: float, prompt_len: int = 8) -> list[CheckResult]:
-    """ONNX Runtime vs our PyTorch module: prefill with an empty past, then one decode token."""
-    input_ids, attention_mask = example_batch(torch_runner.config.vocab_size, prompt_len + 1)
-    ort_out = prefill_then_decode(ort_runner, input_ids, attention_mask, split=prompt_len)
-    torch_out = prefill_then_decode(torch_runner, input_ids, attention_mask, split=prompt_len)
-    names = ["logits, prefill (past 0)", "present, prefill", f"logits, decode (past {prompt_len})", "present, decode"]
-    return [
-        check(f"ORT vs torch: {name}", max_abs_diff(o, t), tol)
-        for name, o, t in zip(names, ort_out, torch_out, strict=True)
-    ]
+def top1_agreement(a: np.ndarray, b: np.ndarray, where: np.ndarray | None = None) -> float:
+    """Share of positions where two logit arrays (..., V) have the same argmax."""
+    same = a.argmax(-1) == b.argmax(-1)
+    return float(same[where].mean() if where is not None else same.mean())
 
 
-def check_greedy(
-    ort_runner: OrtGPT2, torch_runner: TorchGPT2, tol_tokens: int, new_tokens: int = 20, prompt_len: int = 8
-) -> list[CheckResult]:
-    """Greedy continuations: ONNX Runtime with KV cache vs PyTorch without cache."""
-    prompt = example_batch(torch_runner.config.vocab_size, prompt_len)[0][0].tolist()
+def check_onnx(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tolerances: Tolerances, prompt_len: int = 8):
+    """fp32 ONNX Runtime vs our PyTorch module on a left-padded batch: a prefill with an empty
+    past, then three tokens with that past; every output the graph has."""
+    input_ids, attention_mask = example_batch(torch_runner.config.vocab_size, prompt_len + 3)
+    ort_out = prefill_then_decode(ort_runner, input_ids, attention_mask, split=prompt_len, everything=True)
+    torch_out = prefill_then_decode(torch_runner, input_ids, attention_mask, split=prompt_len, everything=True)
+    real = attention_mask.astype(bool)
+    rows = []
+    for step, (o, t) in enumerate(zip(ort_out, torch_out, strict=True)):
+        label = "prefill (past 0)" if step == 0 else f"decode (past {prompt_len})"
+        kinds = {"logits": ["logits"]}
+        for prefix in ("present", "attentions", "hidden_states"):
+            names = [n for n in o if n.startswith(prefix + ".")]
+            if names:
+                kinds[prefix] = names
+        for kind, names in kinds.items():
+            diff = max_abs_diff([o[n] for n in names], [t[n] for n in names])
+            rows.append(check(f"fp32 vs torch: {kind}, {label}", diff, tolerances.ort))
+        where = real[:, :prompt_len] if step == 0 else real[:, prompt_len:]
+        rows.append(
+            check(
+                f"fp32 vs torch: top-1 agreement, {label}",
+                top1_agreement(o["logits"], t["logits"], where),
+                tolerances.top1,
+                at_least=True,
+            )
+        )
+    return rows
+
+
+def check_greedy(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tol_tokens: int, new_tokens: int = 20) -> list:
+    """Greedy continuations of a left-padded batch of two prompts: ONNX Runtime with and
+    without its KV cache vs PyTorch recomputing the whole sequence at every step."""
+    rng = np.random.default_rng(1)
+    vocab = torch_runner.config.vocab_size
+    prompts = [rng.integers(0, vocab, 8).tolist(), rng.integers(0, vocab, 5).tolist()]
     rows = []
     for no_repeat, label in [(False, "greedy"), (True, "no-repeat greedy")]:
-        got = greedy_with_cache(ort_runner, prompt, new_tokens, no_repeat)
-        expected = greedy_without_cache(torch_runner, prompt, new_tokens, no_repeat)
-        mismatches = sum(a != b for a, b in zip(got, expected, strict=True))
-        rows.append(check(f"{label}, {new_tokens} tokens: ORT (cache) vs torch, tokens differing", mismatches, tol_tokens))
+        expected = greedy(torch_runner, prompts, new_tokens, no_repeat=no_repeat, use_cache=False)
+        for use_cache in (True, False):
+            got = greedy(ort_runner, prompts, new_tokens, no_repeat=no_repeat, use_cache=use_cache)
+            mode = "with KV cache" if use_cache else "without cache"
+            name = f"fp32 vs torch: {label}, 2 x {new_tokens} tokens {mode}, tokens differing"
+            rows.append(check(name, int((got != expected).sum()), tol_tokens))
     return rows
 
 
@@ -158,29 +291,153 @@ def check_tied_embedding(onnx_path: str | Path, model: GPT2) -> CheckResult:
     from .export import tied_embedding_copies
 
     copies = tied_embedding_copies(onnx.load(str(onnx_path)), model.config)
-    return check("model.onnx: extra copies of the tied embedding", abs(copies - 1), 0)
+    return check("fp32 graph: extra copies of the tied embedding", abs(copies - 1), 0)
 
 
-def validate(model: GPT2, hf_model, onnx_path: str | Path, tolerances: Tolerances | None = None) -> list[CheckResult]:
-    """Runs every check.
+def validate_reference(
+    model: GPT2, hf_model, onnx_path: str | Path, tolerances: Tolerances, progress=print
+) -> list[CheckResult]:
+    """Every check of our module and of the fp32 graph.
 
     Args:
-        model: Our PyTorch module, loaded from ``hf_model``.
+        model: Our PyTorch module (with the outputs the graph has), loaded from ``hf_model``.
         hf_model: The Hugging Face reference (eager attention, float32).
-        onnx_path: The exported ``model.onnx``.
-        tolerances: Limits; defaults if None.
+        onnx_path: The fp32 graph.
+        tolerances: Bounds.
+        progress: Called with a line of text before each group of checks.
 
     Returns:
         One row per check.
     """
-    tolerances = tolerances or Tolerances()
     ort_runner, torch_runner = OrtGPT2(onnx_path, model.config), TorchGPT2(model)
-    return [
-        *check_against_hf(model, hf_model, tolerances.hf),
-        *check_onnx(ort_runner, torch_runner, tolerances.ort),
-        *check_greedy(ort_runner, torch_runner, tolerances.tokens),
-        check_tied_embedding(onnx_path, model),
+    progress("torch vs Hugging Face")
+    rows = check_against_hf(model, hf_model, tolerances.hf)
+    progress("fp32 graph vs torch: outputs")
+    rows += check_onnx(ort_runner, torch_runner, tolerances)
+    progress("fp32 graph vs torch: greedy continuations")
+    rows += check_greedy(ort_runner, torch_runner, tolerances.tokens)
+    rows.append(check_tied_embedding(onnx_path, model))
+    return rows
+
+
+# ---------------------------------------------------------------- variants against fp32
+
+
+def validation_text() -> str:
+    """The English text shipped with this package for teacher-forced comparisons."""
+    return resources.files("model_export").joinpath("data/validation_text.txt").read_text("utf-8")
+
+
+def text_tokens(tokenizer_dir: str | Path, n_positions: int, limit: int = TEXT_TOKENS) -> list[int]:
+    """The validation text as GPT-2 token ids, at most ``min(limit, n_positions)`` of them."""
+    from transformers import GPT2TokenizerFast
+
+    tokenizer = GPT2TokenizerFast.from_pretrained(str(tokenizer_dir))
+    return tokenizer.encode(validation_text())[: min(limit, n_positions)]
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    """float64 log-probabilities over the last axis."""
+    x = logits.astype(np.float64)
+    x -= x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+def distribution_metrics(reference: np.ndarray, other: np.ndarray, targets: np.ndarray | None = None) -> dict:
+    """How far ``other``'s next-token distributions are from ``reference``'s.
+
+    Args:
+        reference: (T, V) logits.
+        other: (T, V) logits.
+        targets: (T,) the actual next tokens, for perplexities; None to skip them.
+
+    Returns:
+        ``kl`` (mean KL(reference || other), nats), ``top1``, ``top5`` (mean overlap of the top-5
+        sets), ``max_abs`` (max abs logit difference), ``rel_err`` (mean abs difference over the
+        reference's standard deviation), and with targets ``ppl_ref``, ``ppl``, ``ppl_ratio``.
+    """
+    kl, nll_ref, nll = [], [], []
+    for start in range(0, reference.shape[0], 64):  # float64 in chunks: (64, V) at a time
+        p, q = log_softmax(reference[start : start + 64]), log_softmax(other[start : start + 64])
+        kl.append((np.exp(p) * (p - q)).sum(axis=-1))
+        if targets is not None:
+            rows = np.arange(p.shape[0])
+            nll_ref.append(-p[rows, targets[start : start + 64]])
+            nll.append(-q[rows, targets[start : start + 64]])
+    top5_ref = np.argpartition(-reference, 5, axis=-1)[:, :5]
+    top5 = np.argpartition(-other, 5, axis=-1)[:, :5]
+    overlap = [len(set(a) & set(b)) / 5 for a, b in zip(top5_ref.tolist(), top5.tolist(), strict=True)]
+    metrics = {
+        "kl": float(np.concatenate(kl).mean()),
+        "top1": top1_agreement(reference, other),
+        "top5": float(np.mean(overlap)),
+        "max_abs": max_abs_diff(reference, other),
+        "rel_err": float(np.abs(reference - other).mean() / reference.std()),
+    }
+    if targets is not None:
+        metrics["ppl_ref"] = float(math.exp(np.concatenate(nll_ref).mean()))
+        metrics["ppl"] = float(math.exp(np.concatenate(nll).mean()))
+        metrics["ppl_ratio"] = metrics["ppl"] / metrics["ppl_ref"]
+    return metrics
+
+
+def teacher_forced_logits(runner, tokens: list[int]) -> np.ndarray:
+    """(T, V) logits of every position of one sequence, no cache."""
+    ids = np.array([tokens], np.int64)
+    mask = np.ones_like(ids)
+    logits, _ = runner.run(ids, mask, positions_from_mask(mask), empty_past(runner.config, 1))
+    return logits[0]
+
+
+def cached_logits(runner, tokens: list[int], steps: int) -> np.ndarray:
+    """(steps, V) logits of the last ``steps`` positions, decoded one token at a time after a
+    prefill of the others."""
+    split = len(tokens) - steps
+    ids = np.array([tokens], np.int64)
+    mask = np.ones_like(ids)
+    positions = positions_from_mask(mask)
+    logits, past = runner.run(ids[:, :split], mask[:, :split], positions[:, :split], empty_past(runner.config, 1))
+    rows = []
+    for t in range(split, len(tokens)):
+        logits, past = runner.run(ids[:, t : t + 1], mask[:, : t + 1], positions[:, t : t + 1], past)
+        rows.append(logits[0, -1])
+    return np.stack(rows)
+
+
+def compare_variant(
+    name: str, runner: OrtGPT2, reference_logits: np.ndarray, tokens: list[int], tol: VariantTolerance
+) -> tuple[list[CheckResult], dict]:
+    """One variant against the fp32 graph's teacher-forced logits.
+
+    Args:
+        name: Variant name (the rows' group).
+        runner: The variant's session.
+        reference_logits: (T, V) fp32 logits of ``tokens``.
+        tokens: The validation text's ids.
+        tol: The variant's bounds.
+
+    Returns:
+        ``(rows, metrics)``; metrics also has ``cache_kl``, ``nonfinite_padded`` and ``tokens``.
+    """
+    logits = teacher_forced_logits(runner, tokens)  # (T, V)
+    targets = np.array(tokens[1:], np.int64)
+    metrics = distribution_metrics(reference_logits[:-1], logits[:-1], targets)
+    steps = min(CACHE_STEPS, len(tokens) - 1)
+    metrics["cache_kl"] = distribution_metrics(logits[-steps:], cached_logits(runner, tokens, steps))["kl"]
+    input_ids, attention_mask = example_batch(runner.config.vocab_size, 8, pad=5)
+    padded = runner.run(input_ids, attention_mask, positions_from_mask(attention_mask), empty_past(runner.config, 2))
+    metrics["nonfinite_padded"] = int((~np.isfinite(padded[0])).sum())
+    metrics["tokens"] = len(tokens)
+    text = f"{len(tokens)}-token text"
+    rows = [
+        check(f"{name} vs fp32: mean KL divergence (nats), {text}", metrics["kl"], tol.kl, group=name),
+        check(f"{name} vs fp32: top-1 agreement, {text}", metrics["top1"], tol.top1, at_least=True, group=name),
+        check(f"{name} vs fp32: top-5 overlap, {text}", metrics["top5"], tol.top5, at_least=True, group=name),
+        check(f"{name} vs fp32: perplexity ratio, {text}", metrics["ppl_ratio"], tol.ppl_ratio, group=name),
+        check(f"{name}: KL with vs without KV cache, last {steps} tokens", metrics["cache_kl"], tol.cache_kl, group=name),
+        check(f"{name}: non-finite logits, left-padded batch", metrics["nonfinite_padded"], 0, group=name),
     ]
+    return rows, metrics
 
 
 def format_value(value) -> str:
@@ -188,12 +445,15 @@ def format_value(value) -> str:
     return str(value) if isinstance(value, int) else f"{value:.3g}"
 
 
+def bound_text(row: CheckResult) -> str:
+    """``<= 0.0001`` or ``>= 0.99``."""
+    return ("≥ " if row.at_least else "≤ ") + format_value(row.limit)
+
+
 def format_table(rows: list[CheckResult]) -> str:
     """A fixed-width text table of the rows."""
-    header = ("check", "measured", "tolerance", "result")
-    lines = [
-        (r.name, format_value(r.measured), format_value(r.tolerance), "ok" if r.passed else "FAIL") for r in rows
-    ]
+    header = ("check", "measured", "bound", "result")
+    lines = [(r.name, format_value(r.measured), bound_text(r), "ok" if r.passed else "FAIL") for r in rows]
     widths = [max(len(line[i]) for line in [header, *lines]) for i in range(4)]
     fmt = "  ".join(["{:<%d}" % widths[0], "{:>%d}" % widths[1], "{:>%d}" % widths[2], "{:<%d}" % widths[3]])
     rule = "-" * (sum(widths) + 6)
@@ -203,7 +463,7 @@ def format_table(rows: list[CheckResult]) -> str:
 def failures(rows: list[CheckResult]) -> list[str]:
     """One sentence per failed row, naming the check and by how much it missed."""
     return [
-        f"{r.name}: measured {format_value(r.measured)} > tolerance {format_value(r.tolerance)}"
+        f"{r.name}: measured {format_value(r.measured)}, bound {bound_text(r)}"
         for r in rows
         if not r.passed
     ]

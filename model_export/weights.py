@@ -4,16 +4,20 @@ Every source ends as a ``transformers.GPT2LMHeadModel`` in float32 with eager at
 PyTorch reference the exported model is validated against. Presets are random-initialised with a
 fixed seed, written with ``save_pretrained`` and read back, so the local-directory path runs on
 every build.
+
+A checkpoint is refused, with a sentence saying why, when its ``config.json`` is missing or not
+a GPT-2 configuration, when its weights file is missing or unreadable, or when it lacks a tensor
+(transformers would silently fill a missing tensor with random numbers).
 """
 
 from __future__ import annotations
 
-import os
-import socket
+import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
+
+from . import hub
 
 PRESETS: dict[str, dict] = {
     # transformers.GPT2Config keyword arguments; unnamed ones keep GPT-2 small's values
@@ -22,11 +26,14 @@ PRESETS: dict[str, dict] = {
     "small-random": dict(n_layer=12, n_head=12, n_embd=768),
 }
 PRESET_PREFIX = "preset:"
-HUB_PROBE_TIMEOUT_S = 3.0
+# GPT-2's causal-mask buffers, present in old checkpoints, recomputed by the model
+IGNORED_KEYS = (".attn.bias", ".attn.masked_bias")
+# what a Hub download fetches: configuration, tokenizer files and safetensors weights
+HUB_FILES = ["*.json", "merges.txt", "*.safetensors"]
 
 
 class SourceError(ValueError):
-    """The requested weights cannot be loaded (bad name, missing directory, Hub unreachable)."""
+    """The requested weights cannot be loaded (bad name, missing or broken files, Hub unreachable)."""
 
 
 @dataclass
@@ -38,8 +45,8 @@ class LoadedWeights:
         source: Canonical source string: ``preset:NAME``, an absolute directory, or a Hub id.
         kind: ``"preset"``, ``"dir"`` or ``"hub"``.
         seed: The random seed for presets, else None.
-        directory: The local directory the model was read from, for ``--from DIR``; None for
-            presets (a deleted temporary directory) and the Hub.
+        directory: The local directory the model was read from (``--from DIR``, or the Hub
+            cache's snapshot); None for presets (a deleted temporary directory).
     """
 
     model: object
@@ -47,6 +54,11 @@ class LoadedWeights:
     kind: str
     seed: int | None
     directory: Path | None
+
+    @property
+    def random_weights(self) -> bool:
+        """True for presets: their weights are random numbers, not a trained model."""
+        return self.kind == "preset"
 
 
 def parse_source(source: str) -> tuple[str, str]:
@@ -86,14 +98,15 @@ def load_hf(source: str, seed: int = 0) -> LoadedWeights:
         The loaded model and its provenance.
 
     Raises:
-        SourceError: If the source is unknown, missing or unreachable.
+        SourceError: If the source is unknown, missing, broken or unreachable.
     """
     kind, value = parse_source(source)
     if kind == "preset":
         return load_preset(value, seed)
     if kind == "dir":
-        return LoadedWeights(_from_directory(Path(value)), value, "dir", None, Path(value))
-    return LoadedWeights(_from_hub(value), value, "hub", None, None)
+        return LoadedWeights(load_directory(Path(value)), value, "dir", None, Path(value))
+    model, snapshot = _from_hub(value)
+    return LoadedWeights(model, value, "hub", None, snapshot)
 
 
 def load_preset(name: str, seed: int = 0) -> LoadedWeights:
@@ -118,7 +131,62 @@ def load_preset(name: str, seed: int = 0) -> LoadedWeights:
     model = GPT2LMHeadModel(GPT2Config(**PRESETS[name])).eval()
     with tempfile.TemporaryDirectory(prefix=f"gpt2-{name}-") as tmp:
         model.save_pretrained(tmp)
-        return LoadedWeights(_from_directory(Path(tmp)), PRESET_PREFIX + name, "preset", seed, None)
+        return LoadedWeights(load_directory(Path(tmp)), PRESET_PREFIX + name, "preset", seed, None)
+
+
+def load_directory(path: Path):
+    """Loads a ``save_pretrained`` directory, refusing anything incomplete.
+
+    Args:
+        path: The directory.
+
+    Returns:
+        ``GPT2LMHeadModel`` in eval mode.
+
+    Raises:
+        SourceError: If ``config.json`` is missing, unreadable or not GPT-2's, if no weights
+            file can be read, or if a tensor is missing.
+    """
+    from transformers import GPT2LMHeadModel
+    from transformers.utils import logging as hf_logging
+
+    check_config_file(path / "config.json")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the load report is turned into an error below
+    try:
+        model, info = GPT2LMHeadModel.from_pretrained(path, output_loading_info=True, **_load_kwargs())
+    except OSError as err:
+        raise SourceError(f"cannot load a GPT-2 from {path}: {err}") from err
+    except Exception as err:  # safetensors' SafetensorError, pickle errors of a broken .bin, ...
+        raise SourceError(f"{path}: the weights file is unreadable or corrupt ({type(err).__name__}: {err})") from err
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    missing = sorted(k for k in info.get("missing_keys", ()) if not k.endswith(IGNORED_KEYS))
+    mismatched = info.get("mismatched_keys") or []
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise SourceError(f"{path}: the checkpoint lacks {len(missing)} tensor(s): {shown}")
+    if mismatched:
+        raise SourceError(f"{path}: tensors whose shape does not match config.json: {mismatched}")
+    return model.eval()
+
+
+def check_config_file(path: Path) -> dict:
+    """Reads ``config.json`` and checks that it describes a GPT-2.
+
+    Raises:
+        SourceError: If the file is missing, is not JSON, or names another model type.
+    """
+    if not path.is_file():
+        raise SourceError(f"{path.parent} has no config.json; expected a directory written by save_pretrained()")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SourceError(f"{path} is unreadable or not JSON: {err}") from err
+    if not isinstance(config, dict) or config.get("model_type") != "gpt2":
+        found = config.get("model_type") if isinstance(config, dict) else type(config).__name__
+        raise SourceError(f"{path}: model_type is {found!r}; this exporter handles GPT-2 checkpoints (\"gpt2\") only")
+    return config
 
 
 def _looks_like_path(source: str) -> bool:
@@ -132,54 +200,30 @@ def _load_kwargs() -> dict:
     return dict(dtype=torch.float32, attn_implementation="eager")
 
 
-def _from_directory(path: Path):
-    from transformers import GPT2LMHeadModel
-
-    if not (path / "config.json").is_file():
-        raise SourceError(f"{path} has no config.json; expected a directory written by save_pretrained()")
-    try:
-        return GPT2LMHeadModel.from_pretrained(path, **_load_kwargs()).eval()
-    except (OSError, ValueError) as err:
-        raise SourceError(f"cannot load a GPT-2 from {path}: {err}") from err
-
-
 def _from_hub(repo_id: str):
-    """Loads from the Hub, failing within seconds when it cannot be reached.
+    """Downloads (or finds in the cache) and loads a Hub checkpoint.
 
-    ``from_pretrained`` retries an unreachable Hub for about half a minute; a short TCP probe
-    (skipped behind an HTTP proxy, where it proves nothing) or ``HF_HUB_OFFLINE=1`` switches to
-    the local cache instead.
+    ``from_pretrained`` retries an unreachable Hub for about half a minute; a short probe (see
+    ``hub.hub_reachable``) or ``HF_HUB_OFFLINE=1`` switches to the local cache instead.
+
+    Returns:
+        ``(model, snapshot directory)``.
     """
-    from transformers import GPT2LMHeadModel
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.utils import disable_progress_bars
 
-    offline = _env_flag("HF_HUB_OFFLINE") or _env_flag("TRANSFORMERS_OFFLINE") or not _hub_reachable()
+    disable_progress_bars()
+    offline = hub.offline_requested() or not hub.hub_reachable()
     try:
-        return GPT2LMHeadModel.from_pretrained(repo_id, local_files_only=offline, **_load_kwargs()).eval()
-    except OSError as err:
+        snapshot = Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, local_files_only=offline))
+        if not any(snapshot.glob("*.safetensors")):  # older repositories have pickled weights only
+            snapshot = Path(snapshot_download(repo_id, allow_patterns=["pytorch_model.bin"], local_files_only=offline))
+    except Exception as err:  # LocalEntryNotFoundError, RepositoryNotFoundError, HTTP errors
         if offline:
             raise SourceError(
-                f"cannot load {repo_id!r}: the Hugging Face Hub ({_hub_endpoint()}) is unreachable and the model "
-                "is not in the local cache. Use --from DIR (a directory written by save_pretrained) or "
-                f"--preset {{{'|'.join(PRESETS)}}} (random weights) instead."
+                f"cannot load {repo_id!r}: the Hugging Face Hub ({hub.endpoint()}) is unreachable and the model "
+                f"is not in the local cache ({hub.cache_dir()}). Use --from DIR (a directory written by "
+                f"save_pretrained) or --preset {{{'|'.join(PRESETS)}}} (random weights) instead."
             ) from err
         raise SourceError(f"cannot load {repo_id!r} from the Hugging Face Hub: {err}") from err
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _hub_endpoint() -> str:
-    return os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-
-
-def _hub_reachable(timeout: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    url = urlparse(_hub_endpoint())
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    return load_directory(snapshot), snapshot
