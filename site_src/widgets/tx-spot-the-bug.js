@@ -1,0 +1,276 @@
+/**
+ * <tx-spot-the-bug>: short NumPy snippets with one real Transformer bug each. Edit the
+ * code, Check it against the reference, or Reveal the diagnosis.
+ *
+ * Attributes (all optional):
+ *   bug         id of the first snippet shown (default: the first of the catalogue)
+ *   time-limit  seconds a check may run before it is stopped, default 5
+ *
+ * The catalogue and the check are `demos.bugs.list_bugs` / `check` / `reveal`, run in the
+ * Pyodide worker. The reader's code gets a time limit and a Stop button: the runtime
+ * interrupts Python (or restarts the worker where the page is not cross-origin isolated),
+ * so an endless loop costs a few seconds, never the tab.
+ *
+ * State for tests and embedding pages: `data-bug` (snippet id), `data-result`
+ * ("running", "passed", "failed", "error", "stopped"), `data-checks` (finished checks),
+ * `data-max-abs-error`, `data-stopped-after` (seconds) and `data-interrupt`
+ * ("interrupt" or "restart": how a running check is stopped on this page).
+ */
+import { callDemo, interruptMode, onPythonProgress, StoppedError } from "../runtime/python.js";
+import { TxElement, escapeHtml } from "./base.js";
+
+const INDENT = "    ";
+const LIMITS = [1, 2, 5, 10, 30];
+
+const STYLE = `
+  .row label { display: inline-flex; gap: 0.4em; align-items: center; }
+  .code { font-family: var(--md-code-font-family, monospace); font-size: 0.95em; line-height: 1.4;
+          tab-size: 4; white-space: pre; overflow-wrap: normal; overflow-x: auto; resize: vertical; min-height: 14em; }
+  .code:focus { outline: 2px solid var(--tx-accent); outline-offset: 1px; }
+  .signature { font-family: var(--md-code-font-family, monospace); }
+  .help { font-size: 0.9em; font-style: italic; }
+  details.hint { margin: 0.4em 0; }
+  details.hint summary { cursor: pointer; }
+  .buttons { margin-top: 0.5em; }
+  button { font: inherit; padding: 0.25em 0.9em; border-radius: 4px; border: 1px solid var(--tx-border);
+           background: var(--md-default-bg-color, #fff); color: inherit; cursor: pointer; }
+  button.primary { background: var(--tx-accent); border-color: var(--tx-accent); color: #fff; }
+  button:disabled { opacity: 0.5; cursor: default; }
+  button:focus-visible { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
+  .result { margin-top: 0.6em; padding: 0.5em 0.7em; border-radius: 4px; border: 1px solid var(--tx-border);
+            background: var(--md-default-bg-color, #fff); }
+  .result:empty, .result[hidden] { display: none; }
+  .result.passed { border-left: 4px solid #2e7d32; }
+  .result.failed, .result.error { border-left: 4px solid #c62828; }
+  .result.stopped { border-left: 4px solid #ef6c00; }
+  .verdict { font-weight: 700; margin-right: 0.3em; }
+  pre { font-family: var(--md-code-font-family, monospace); font-size: 0.9em; white-space: pre; overflow-x: auto;
+        background: var(--tx-bg); padding: 0.4em 0.6em; border-radius: 4px; margin: 0.3em 0; }
+  .answer h4 { margin: 0.6em 0 0.2em; font-size: 1em; }
+`;
+
+/** Indent or dedent the lines touched by the selection (Tab / Shift+Tab in the editor). */
+function indentSelection(textarea, dedent) {
+  const { value, selectionStart: start, selectionEnd: end } = textarea;
+  if (!dedent && start === end) {
+    textarea.setRangeText(INDENT, start, end, "end");
+    return;
+  }
+  const lineStart = value.lastIndexOf("\n", start - 1) + 1;
+  const block = value.slice(lineStart, end);
+  const lines = block.split("\n");
+  const changed = lines.map((line) => (dedent ? line.replace(/^ {1,4}/, "") : INDENT + line));
+  const text = changed.join("\n");
+  textarea.setRangeText(text, lineStart, end, "preserve");
+  const firstShift = changed[0].length - lines[0].length;
+  textarea.selectionStart = Math.max(lineStart, start + firstShift);
+  textarea.selectionEnd = lineStart + text.length;
+}
+
+class TxSpotTheBug extends TxElement {
+  template() {
+    return `<style>${STYLE}</style>
+      <div class="title">Spot the bug <span class="badge"></span></div>
+      <div class="row">
+        <label>Snippet <select name="bug" disabled><option>loading…</option></select></label>
+        <label>Time limit <select name="limit">${LIMITS.map((s) => `<option value="${s}">${s} s</option>`).join("")}</select></label>
+      </div>
+      <p>Make <code class="signature"></code> correct, then press <b>Check</b>.
+        <span class="help" id="code-help">Tab indents, Shift+Tab dedents; press Esc, then Tab, to leave the editor. Ctrl+Enter checks.</span></p>
+      <details class="hint"><summary>Hint</summary><p class="hint-text"></p></details>
+      <label class="code-label">Code
+        <textarea class="code" rows="16" spellcheck="false" autocapitalize="off" autocomplete="off"
+                  aria-describedby="code-help"></textarea></label>
+      <div class="row buttons">
+        <button class="primary" name="check" disabled>Check</button>
+        <button name="stop" disabled>Stop</button>
+        <button name="reveal" disabled>Reveal the answer</button>
+        <button name="reset" disabled>Reset the code</button>
+      </div>
+      <div class="result" aria-live="polite" hidden>
+        <p><span class="verdict"></span><span class="message"></span></p>
+        <pre class="output" hidden aria-label="What your code printed"></pre>
+        <div class="answer" hidden>
+          <h4>Diagnosis</h4><p class="diagnosis"></p>
+          <h4>Corrected code</h4><pre class="reference"></pre>
+          <button name="use">Put the corrected code in the editor</button>
+        </div>
+      </div>`;
+  }
+
+  mount() {
+    this.dataset.interrupt = interruptMode();
+    this.dataset.checks = "0";
+    this.edits = new Map(); // bug id -> the reader's code, kept while switching snippets
+    this.escaped = false;
+    const limit = Number(this.getAttribute("time-limit") ?? 5);
+    const select = this.$('select[name="limit"]');
+    if (!LIMITS.includes(limit)) select.insertAdjacentHTML("afterbegin", `<option value="${limit}">${limit} s</option>`);
+    select.value = String(limit);
+    this.$('select[name="bug"]').addEventListener("change", (e) => this.showBug(e.target.value));
+    this.$('button[name="check"]').addEventListener("click", () => this.check());
+    this.$('button[name="stop"]').addEventListener("click", () => this.stopper?.abort());
+    this.$('button[name="reveal"]').addEventListener("click", () => this.reveal());
+    this.$('button[name="reset"]').addEventListener("click", () => this.resetCode());
+    this.$('button[name="use"]').addEventListener("click", () => {
+      this.setCode(this.$(".reference").textContent);
+      this.$(".code").focus();
+    });
+    const code = this.$(".code");
+    code.addEventListener("keydown", (e) => this.onKey(e));
+    code.addEventListener("input", () => this.edits.set(this.bug.id, code.value));
+    this.unsubscribe = onPythonProgress((event) => {
+      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
+    });
+    this.load();
+  }
+
+  disconnectedCallback() {
+    this.unsubscribe?.();
+    this.stopper?.abort();
+  }
+
+  onKey(event) {
+    if (event.key === "Escape") {
+      this.escaped = true; // the next Tab moves focus instead of indenting
+      return;
+    }
+    if (event.key === "Tab" && !this.escaped && !event.ctrlKey && !event.altKey && !event.metaKey) {
+      event.preventDefault();
+      indentSelection(event.target, event.shiftKey);
+      this.edits.set(this.bug.id, event.target.value);
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      if (!this.$('button[name="check"]').disabled) this.check();
+    }
+    if (event.key !== "Shift") this.escaped = false;
+  }
+
+  async load() {
+    try {
+      this.catalogue = await callDemo("bugs", "list_bugs");
+    } catch (err) {
+      this.showError(err);
+      return;
+    }
+    const select = this.$('select[name="bug"]');
+    select.innerHTML = this.catalogue.map((b, i) => `<option value="${b.id}">${i + 1}. ${escapeHtml(b.title)}</option>`).join("");
+    select.disabled = false;
+    const wanted = this.getAttribute("bug");
+    this.showBug(this.catalogue.some((b) => b.id === wanted) ? wanted : this.catalogue[0].id);
+    this.showReady();
+  }
+
+  showBug(id) {
+    this.stopper?.abort();
+    this.bug = this.catalogue.find((b) => b.id === id);
+    this.dataset.bug = id;
+    this.$('select[name="bug"]').value = id;
+    this.$(".signature").textContent = this.bug.signature;
+    this.$(".hint-text").textContent = this.bug.hint;
+    this.$("details.hint").open = false;
+    this.$(".code").value = this.edits.get(id) ?? this.bug.code;
+    this.$(".result").hidden = true;
+    delete this.dataset.result;
+    this.setBusy(false);
+  }
+
+  setCode(text) {
+    this.$(".code").value = text;
+    this.edits.set(this.bug.id, text);
+  }
+
+  resetCode() {
+    this.setCode(this.bug.code);
+    this.$(".result").hidden = true;
+    delete this.dataset.result;
+  }
+
+  setBusy(busy) {
+    this.$('button[name="check"]').disabled = busy;
+    this.$('button[name="stop"]').disabled = !busy;
+    this.$('button[name="reveal"]').disabled = busy;
+    this.$('button[name="reset"]').disabled = busy;
+    this.$('select[name="bug"]').disabled = busy;
+  }
+
+  async check() {
+    const limit = Number(this.$('select[name="limit"]').value);
+    const request = { bug_id: this.bug.id, code: this.$(".code").value };
+    this.stopper = new AbortController();
+    this.setBusy(true);
+    this.dataset.result = "running";
+    delete this.dataset.stoppedAfter;
+    this.showProgress(`Checking (time limit ${limit} s)…`);
+    try {
+      const result = await callDemo("bugs", "check", request, { timeoutMs: limit * 1000, signal: this.stopper.signal });
+      this.showResult(result);
+      this.showReady();
+    } catch (err) {
+      if (err instanceof StoppedError) {
+        this.showStopped(err);
+        this.showReady();
+      } else {
+        this.showError(err);
+        this.dataset.result = "error";
+      }
+    } finally {
+      this.stopper = null;
+      this.setBusy(false);
+      this.dataset.checks = String(Number(this.dataset.checks) + 1);
+    }
+  }
+
+  showResult(result) {
+    const kind = result.passed ? "passed" : result.error ? "error" : "failed";
+    this.dataset.result = kind;
+    if (result.max_abs_error === null) delete this.dataset.maxAbsError;
+    else this.dataset.maxAbsError = String(result.max_abs_error);
+    const box = this.panel(kind, result.passed ? "✓ Passed." : result.error ? "✗ Error." : "✗ Not yet.",
+      result.passed ? result.message.replace(/^Passed: /, "") : result.message);
+    const output = this.$(".output");
+    output.hidden = !result.output;
+    output.textContent = result.output;
+    if (result.diagnosis) this.showAnswer(result.diagnosis, result.reference);
+    box.dataset.cases = `${result.cases_passed}/${result.num_cases}`;
+  }
+
+  showStopped(err) {
+    this.dataset.result = "stopped";
+    this.dataset.stoppedAfter = String(err.seconds);
+    const how = this.dataset.interrupt === "interrupt"
+      ? "Python was interrupted"
+      : "Python was restarted (this page cannot interrupt it), so the next check takes a few seconds longer";
+    this.panel("stopped", "■ Stopped.", `${err.message} ${how}. Is there a loop that never ends? Edit the code and check again.`);
+  }
+
+  panel(kind, verdict, message) {
+    const box = this.$(".result");
+    box.hidden = false;
+    box.className = `result ${kind}`;
+    this.$(".verdict").textContent = verdict;
+    this.$(".message").textContent = message;
+    this.$(".output").hidden = true;
+    this.$(".answer").hidden = true;
+    return box;
+  }
+
+  showAnswer(diagnosis, reference) {
+    this.$(".answer").hidden = false;
+    this.$(".diagnosis").textContent = diagnosis;
+    this.$(".reference").textContent = reference;
+  }
+
+  async reveal() {
+    try {
+      const answer = await callDemo("bugs", "reveal", { bug_id: this.bug.id });
+      if (this.$(".result").hidden) this.panel("revealed", "Answer:", this.bug.title);
+      this.showAnswer(answer.diagnosis, answer.reference);
+      this.dataset.revealed = this.bug.id;
+    } catch (err) {
+      this.showError(err);
+    }
+  }
+}
+
+customElements.define("tx-spot-the-bug", TxSpotTheBug);
