@@ -40,7 +40,7 @@ const STYLE = `
   .grid .tok { font-family: var(--md-code-font-family, monospace); white-space: nowrap; padding: 0 0.3em; }
   .grid .col { writing-mode: vertical-rl; transform: rotate(180deg); text-align: left; align-self: end; padding: 0.3em 0; }
   .grid .row { text-align: right; align-self: center; }
-  .grid .pad { font-style: italic; opacity: 0.6; }
+  .grid .pad { font-style: italic; color: var(--tx-muted); }
   .cell { width: 2.4em; height: 2.4em; border-radius: 2px; box-sizing: border-box; border: 1px solid var(--tx-border);
           display: flex; align-items: center; justify-content: center; font-size: 0.75em; cursor: default;
           background: color-mix(in srgb, var(--tx-accent) calc(var(--w) * 100%), var(--md-default-bg-color, #fff)); }

@@ -26,7 +26,7 @@ const STYLE = `
   .key.tile-start { margin-left: 0.45em; }
   .key.done { background: color-mix(in srgb, var(--tx-accent) 18%, transparent); }
   .key.current { outline: 2px solid var(--tx-accent); outline-offset: -2px; font-weight: 700; }
-  .key.masked { opacity: 0.45; text-decoration: line-through; }
+  .key.masked { color: var(--tx-muted); border-style: dashed; text-decoration: line-through; }
   table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin-top: 0.3em; }
   th, td { padding: 0.1em 0.6em; border-bottom: 1px solid var(--tx-border); text-align: right; }
   tr.current td { font-weight: 700; }
