@@ -10,8 +10,18 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8000
+# Where `make site` writes the site (the Pages workflow publishes site/).
+SITE_DIR ?= site
 # Which model the site serves: a preset (tiny, small-random), a local directory
 # saved with save_pretrained, or a Hugging Face Hub id (gpt2, distilgpt2, ...).
+# Left unset, `make serve` takes gpt2 when the Hugging Face Hub answers or the local
+# Hugging Face cache has it, and falls back to tiny (random weights) otherwise, saying
+# why; every other target (make test among them) takes tiny.
+ifeq ($(origin MODEL),undefined)
+  ifneq ($(filter serve,$(MAKECMDGOALS)),)
+    MODEL := $(shell $(PYTHON) -m model_export.hub gpt2 tiny)
+  endif
+endif
 MODEL  ?= tiny
 MODEL_NAME := $(notdir $(patsubst %/,%,$(MODEL)))
 ifneq ($(filter $(MODEL),tiny small-random),)
@@ -28,15 +38,15 @@ NPM_STAMP  := node_modules/.installed
 VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
 
-.PHONY: help serve test site setup assets model browser pyodide-wheels clean
+.PHONY: help serve test site setup assets model browser pyodide-wheels clean check-budgets
 
 help:
 	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
 	@echo "make test    build everything and run every test"
-	@echo "(also: make site | model MODEL=... | assets | setup | clean)"
+	@echo "(also: make site | model MODEL=... | assets | setup | check-budgets | clean)"
 
 serve: site
-	$(PY) site_src/serve.py site --port $(PORT)
+	$(PY) site_src/serve.py $(SITE_DIR) --port $(PORT)
 
 test: site browser pyodide-wheels
 	node --test tests/js/
@@ -57,12 +67,14 @@ assets: $(VENDOR)
 $(VENDOR): site_src/assets.py package-lock.json | setup
 	$(PY) site_src/assets.py
 
+# Export, quantize, validate, package and report; a failed validation leaves no
+# manifest, so the site is not built from unchecked files and the next run retries.
 model: $(MANIFEST)
-$(MANIFEST): $(wildcard model_export/*.py) | setup
-	$(VENV)/bin/model-export build $(MODEL_FROM) --out $(MODEL_DIR)
+$(MANIFEST): $(wildcard model_export/*.py model_export/data/*) | setup
+	$(VENV)/bin/model-export all $(MODEL_FROM) --out $(MODEL_DIR) || { rm -f $(MANIFEST); exit 1; }
 
 site: setup assets model
-	$(VENV)/bin/mkdocs build --strict --quiet
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(SITE_DIR)
 
 # A Chromium for the browser tests: an existing one, else Debian's package when
 # running as root on Debian, else Playwright's own download (needs internet).
@@ -77,6 +89,11 @@ $(PYODIDE_WHEELS): tests/pyodide/requirements.txt | setup
 	  --platform any --python-version 3.12 --implementation py \
 	  -r tests/pyodide/requirements.txt -d $(@D)
 	touch $@
+
+# GitHub Pages' limits (no file of 100 MB or more, the site under 1 GB), checked on the
+# built site with a report of its sizes; the Pages workflow runs it before deploying.
+check-budgets: | setup
+	$(PY) site_src/check_budgets.py $(SITE_DIR)
 
 clean:
 	rm -rf site build/vendor build/models

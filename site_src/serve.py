@@ -5,6 +5,10 @@ Cross-origin isolation (COOP ``same-origin`` + COEP ``require-corp``) makes
 MIME table is set here because a bare machine may lack ``/etc/mime.types``, and
 browsers refuse ES modules or streaming WASM compilation served with the wrong type.
 
+Every response also carries ``Access-Control-Allow-Origin: *`` (as GitHub Pages sends)
+and ``Cross-Origin-Resource-Policy: cross-origin``, so that course pages on other
+origins can import the widget modules and fetch the runtime files and the model.
+
 Usage: ``python site_src/serve.py [DIR] [--port 8000] [--no-coi]``.
 """
 
@@ -40,7 +44,11 @@ MIME_TYPES = {
 
 
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
-    """Static files with COOP/COEP/CORP headers and an explicit MIME table."""
+    """Static files with COOP/COEP/CORP/CORS headers and an explicit MIME table.
+
+    ``cross_origin_isolated`` decides whether COOP/COEP are sent; ``make_server`` gives each
+    server its own subclass, so servers with and without isolation can run side by side.
+    """
 
     extensions_map = {"": "application/octet-stream", **MIME_TYPES}
     cross_origin_isolated = True
@@ -49,8 +57,10 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         if self.cross_origin_isolated:
             self.send_header("Cross-Origin-Opener-Policy", "same-origin")
             self.send_header("Cross-Origin-Embedder-Policy", "require-corp")
-        # Lets pages on other origins (course pages embedding widgets) load these files.
+        # Lets pages on other origins (course pages embedding widgets) load these files:
+        # CORP for no-cors loads under COEP, CORS for module imports, workers and fetch().
         self.send_header("Cross-Origin-Resource-Policy", "cross-origin")
+        self.send_header("Access-Control-Allow-Origin", "*")
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
 
@@ -62,8 +72,8 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
 def make_server(directory: Path, port: int = 0, host: str = "127.0.0.1", coi: bool = True,
                 verbose: bool = False) -> http.server.ThreadingHTTPServer:
     """Create (not start) a threaded server for ``directory``; port 0 picks a free port."""
-    handler = functools.partial(SiteHandler, directory=str(directory))
-    SiteHandler.cross_origin_isolated = coi
+    handler_class = type("SiteHandler", (SiteHandler,), {"cross_origin_isolated": coi})
+    handler = functools.partial(handler_class, directory=str(directory))
     server = http.server.ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
     server.verbose = verbose

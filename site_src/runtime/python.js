@@ -1,7 +1,9 @@
 /**
  * Client for the Pyodide worker: call `demos.<module>.<fn>(**kwargs)` off the main thread.
  *
- * One worker serves the whole page (and survives instant-navigation page changes).
+ * One worker serves the whole page (and survives instant-navigation page changes). It is
+ * started with `createModuleWorker`, so this also works on a course page on another origin
+ * that imported the widgets from the textbook's site.
  * Python starts on the first call; progress events let widgets show what is loading.
  *
  *   import { callDemo, onPythonProgress } from "./python.js";
@@ -23,6 +25,8 @@
  *
  * @module python
  */
+
+import { createModuleWorker } from "./worker.js";
 
 let worker = null;
 let nextId = 1;
@@ -65,7 +69,7 @@ export function interruptMode() {
 }
 
 function startWorker() {
-  worker = new Worker(new URL("./python-worker.js", import.meta.url), { type: "module" });
+  worker = createModuleWorker(new URL("./python-worker.js", import.meta.url));
   interrupt = null;
   if (interruptMode() === "interrupt") {
     const buffer = new SharedArrayBuffer(8);
