@@ -1,0 +1,464 @@
+"""MkDocs hook for "The Transformer, in the order it runs" (``docs/pipeline/``).
+
+* ``on_page_markdown``: a marker
+
+      <!-- code: model_export/gpt2.py CausalSelfAttention.forward -->
+      <!-- code: model_export/gpt2.py GPT2.forward from "tok_emb =" to "x = tok_emb + pos_emb" -->
+
+  becomes a fenced Python block holding those lines of the source file, its line numbers
+  in the title: the whole function or class (found with ``ast``), or the lines from the first one
+  containing the ``from`` text to the first one after it containing the ``to`` text. A marker
+  whose function or text is not in the file stops the build, so a page never shows code that
+  is not there.
+* ``on_post_build`` (after ``hooks.py`` has copied the model): reads the served model's fp32
+  graph (``build/models/<name>/.build/reference.onnx``, else its fp32 variant) and writes into
+  ``site/models/<name>/tables/``
+
+  - the weights the pipeline pages need that are not graph outputs: the token and position
+    embedding tables (``embeddings.bin``), each block's LayerNorms and linear layers
+    (``block.<i>.bin``) and the final LayerNorm (``final.bin``); matrices as int8 with one
+    float32 scale per row, vectors as float32;
+  - ``parity/*.f32``: the logits of a fixed prompt from PyTorch (``model_export.gpt2.GPT2``
+    holding the graph's own weights) and from onnxruntime in Python on the fp32 graph and on
+    each shipped variant, when torch and onnxruntime can be imported;
+  - ``index.json``: every file with its bytes and sha256, each tensor's place in its file,
+    and the parity entries (or why they are missing).
+
+The weights are found by following the graph (the embedding ``Gather`` nodes, then the
+``LayerNormalization`` and ``MatMul`` + ``Add`` nodes in order), not by their names: the
+exporter renames and shares initializers.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "build" / "models"
+TABLES_DIR = "tables"
+TABLES_FORMAT = 1
+FILE_LIMIT = 40_000_000  # every table file stays below this many bytes
+PARITY_TEXT = " Data visualization empowers users to"
+PARITY_IDS = [6060, 32704, 795, 30132, 2985, 284]  # GPT-2's tokens of PARITY_TEXT (seed 002's example)
+MARKER = re.compile(r'<!--\s*code:\s*(?P<path>\S+)\s+(?P<name>[\w.]+)(?:\s+from\s+"(?P<start>[^"]+)"\s+to\s+"(?P<end>[^"]+)")?\s*-->')
+
+
+# ---------------------------------------------------------------- code snippets
+
+
+@dataclass
+class Snippet:
+    """Lines of a source file.
+
+    Attributes:
+        path: The file, relative to the repository root.
+        name: The qualified name of the function or class they come from.
+        first: Number of the first line (1-based).
+        last: Number of the last line (inclusive).
+        text: The lines themselves, joined with newlines, without a final newline.
+    """
+
+    path: str
+    name: str
+    first: int
+    last: int
+    text: str
+
+
+def _find_definition(tree: ast.AST, qualname: str):
+    node = tree
+    for part in qualname.split("."):
+        found = None
+        for child in getattr(node, "body", []):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and child.name == part:
+                found = child
+                break
+        if found is None:
+            return None
+        node = found
+    return node
+
+
+def extract_snippet(path: str, qualname: str, start: str | None = None, end: str | None = None,
+                    root: Path = ROOT) -> Snippet:
+    """Finds the lines of a function or class, or a stretch inside it.
+
+    Args:
+        path: Source file relative to ``root``.
+        qualname: ``Class.method``, ``Class`` or ``function``.
+        start: When given (with ``end``), the snippet begins at the first line of the definition
+            containing this text ...
+        end: ... and ends at the first line from there containing this text.
+        root: Repository root.
+
+    Returns:
+        The snippet, decorators included for a whole definition.
+
+    Raises:
+        ValueError: If the file, the definition or one of the texts is not found.
+    """
+    file = root / path
+    if not file.is_file():
+        raise ValueError(f"code marker: {path} does not exist")
+    source = file.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    node = _find_definition(ast.parse(source), qualname)
+    if node is None:
+        raise ValueError(f"code marker: {path} has no definition {qualname}")
+    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    last = node.end_lineno
+    if (start is None) != (end is None):
+        raise ValueError("code marker: give both `from` and `to`, or neither")
+    if start is not None:
+        begin = next((n for n in range(first, last + 1) if start in lines[n - 1]), None)
+        if begin is None:
+            raise ValueError(f"code marker: no line of {qualname} in {path} contains {start!r}")
+        stop = next((n for n in range(begin, last + 1) if end in lines[n - 1]), None)
+        if stop is None:
+            raise ValueError(f"code marker: no line of {qualname} in {path} after line {begin} contains {end!r}")
+        first, last = begin, stop
+    text = "\n".join(lines[first - 1:last])
+    return Snippet(path, qualname, first, last, _dedent(text))
+
+
+def _dedent(text: str) -> str:
+    rows = text.split("\n")
+    indents = [len(r) - len(r.lstrip(" ")) for r in rows if r.strip()]
+    cut = min(indents) if indents else 0
+    return "\n".join(r[cut:] for r in rows)
+
+
+def render_snippet(snippet: Snippet) -> str:
+    """The snippet as a fenced Python block titled with its file, definition and line numbers.
+
+    (The line numbers go in the title rather than a number column: Material's number column
+    is too faint for the contrast the site's accessibility test requires.)
+    """
+    lines = f"line {snippet.first}" if snippet.first == snippet.last else f"lines {snippet.first}–{snippet.last}"
+    title = f"{snippet.path} · {snippet.name} · {lines}"
+    return f'```python title="{title}"\n{snippet.text}\n```'
+
+
+def expand_code_markers(markdown: str, root: Path = ROOT) -> str:
+    """Replaces every code marker in ``markdown`` by its fenced snippet.
+
+    Raises:
+        ValueError: If a marker names something that is not in the source.
+    """
+
+    def replace(match: re.Match) -> str:
+        snippet = extract_snippet(match["path"], match["name"], match["start"], match["end"], root)
+        return render_snippet(snippet)
+
+    return MARKER.sub(replace, markdown)
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    """Expand the code markers of a page."""
+    if "<!-- code:" not in markdown:
+        return markdown
+    try:
+        return expand_code_markers(markdown)
+    except ValueError as err:
+        raise PluginError(f"{page.file.src_path}: {err}") from err
+
+
+# ---------------------------------------------------------------- weight tables
+
+
+def reference_graph(model_dir: Path) -> Path | None:
+    """The served model's fp32 graph: the build's reference, else an fp32 variant's graph."""
+    reference = model_dir / ".build" / "reference.onnx"
+    if reference.is_file():
+        return reference
+    manifest_path = model_dir / "manifest.json"
+    if not manifest_path.is_file():
+        return None
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    for variant in manifest.get("variants", []):
+        if variant.get("dtype") == "float32":
+            graphs = [f for f in variant["files"] if f.get("role", "graph") == "graph"]
+            if graphs and (model_dir / graphs[0]["path"]).is_file():
+                return model_dir / graphs[0]["path"]
+    return None
+
+
+@dataclass
+class Weights:
+    """GPT-2's weights as read from a graph, in ``nn.Linear`` orientation (out, in).
+
+    Attributes:
+        wte: (V, C) token embedding (tied with the output projection).
+        wpe: (n_positions, C) position embedding.
+        blocks: per block, a dict with ``ln_1.weight``, ``ln_1.bias``, ``attn.c_attn.weight``
+            (3C, C), ``attn.c_attn.bias``, ``attn.c_proj.weight`` (C, C), ``attn.c_proj.bias``,
+            ``ln_2.weight``, ``ln_2.bias``, ``mlp.c_fc.weight`` (4C, C), ``mlp.c_fc.bias``,
+            ``mlp.c_proj.weight`` (C, 4C), ``mlp.c_proj.bias``.
+        ln_f: ``weight`` and ``bias`` of the final LayerNorm.
+    """
+
+    wte: np.ndarray
+    wpe: np.ndarray
+    blocks: list[dict]
+    ln_f: dict
+
+
+def read_weights(graph_path: Path, n_layer: int) -> Weights:
+    """Follows the graph to GPT-2's weights (see the module docstring).
+
+    Raises:
+        ValueError: If the graph does not have the expected structure.
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load(str(graph_path))
+    graph = proto.graph
+    inits = {i.name: i for i in graph.initializer}
+    for node in graph.node:  # small constants may live in Constant nodes
+        if node.op_type == "Constant" and node.output[0] not in inits:
+            for attr in node.attribute:
+                if attr.name == "value":
+                    inits[node.output[0]] = attr.t
+    array = lambda name: numpy_helper.to_array(inits[name]).astype(np.float32)  # noqa: E731
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+
+    wte = wpe = None
+    for node in graph.node:
+        if node.op_type == "Gather" and node.input[0] in inits:
+            if node.input[1] == "input_ids":
+                wte = array(node.input[0])
+            elif node.input[1] == "position_ids":
+                wpe = array(node.input[0])
+    if wte is None or wpe is None:
+        raise ValueError(f"{graph_path}: no embedding Gather on input_ids/position_ids")
+
+    norms = [(array(n.input[1]), array(n.input[2])) for n in graph.node
+             if n.op_type == "LayerNormalization" and n.input[1] in inits and n.input[2] in inits]
+    linears = []
+    for node in graph.node:
+        if node.op_type != "MatMul" or node.input[1] not in inits:
+            continue
+        weight = array(node.input[1])  # (in, out)
+        if weight.ndim != 2 or weight.shape[1] == wte.shape[0]:
+            continue  # the output projection (tied to wte)
+        bias = None
+        for user in consumers.get(node.output[0], []):
+            if user.op_type == "Add":
+                other = [x for x in user.input if x != node.output[0]]
+                if other and other[0] in inits:
+                    bias = array(other[0])
+        if bias is None:
+            raise ValueError(f"{graph_path}: MatMul {node.name} has no bias Add")
+        linears.append((weight.T.copy(), bias))  # (out, in)
+    if len(norms) != 2 * n_layer + 1 or len(linears) != 4 * n_layer:
+        raise ValueError(f"{graph_path}: found {len(norms)} LayerNorms and {len(linears)} linear layers, "
+                         f"expected {2 * n_layer + 1} and {4 * n_layer}")
+    names = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")
+    blocks = []
+    for i in range(n_layer):
+        block = {"ln_1.weight": norms[2 * i][0], "ln_1.bias": norms[2 * i][1],
+                 "ln_2.weight": norms[2 * i + 1][0], "ln_2.bias": norms[2 * i + 1][1]}
+        for k, name in enumerate(names):
+            block[f"{name}.weight"], block[f"{name}.bias"] = linears[4 * i + k]
+        blocks.append(block)
+    return Weights(wte, wpe, blocks, {"weight": norms[-1][0], "bias": norms[-1][1]})
+
+
+def quantize_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per row: ``matrix ~= q * scale[:, None]``.
+
+    Returns:
+        ``(q, scale)``: q (R, K) int8 in [-127, 127], scale (R,) float32 (0 for an all-zero row).
+    """
+    matrix = np.asarray(matrix, dtype=np.float32)
+    scale = (np.abs(matrix).max(axis=1) / 127.0).astype(np.float32)  # (R,)
+    safe = np.where(scale > 0, scale, 1.0)
+    q = np.clip(np.rint(matrix / safe[:, None]), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def dequantize_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Inverse of ``quantize_rows`` (float32)."""
+    return q.astype(np.float32) * scale[:, None]
+
+
+class TableFile:
+    """One binary file of tensors; each starts at a multiple of 4 bytes."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.tensors: dict[str, dict] = {}
+
+    def _add(self, data: bytes) -> int:
+        offset = self.size
+        pad = (-len(data)) % 4
+        self.chunks.append(data + b"\0" * pad)
+        self.size += len(data) + pad
+        return offset
+
+    def add_vector(self, name: str, vector: np.ndarray) -> None:
+        vector = np.ascontiguousarray(vector, dtype="<f4")
+        self.tensors[name] = {"dtype": "float32", "shape": list(vector.shape), "offset": self._add(vector.tobytes())}
+
+    def add_matrix(self, name: str, matrix: np.ndarray) -> None:
+        q, scale = quantize_rows(matrix)
+        self.tensors[name] = {
+            "dtype": "int8-rowscale", "shape": list(q.shape),
+            "offset": self._add(np.ascontiguousarray(q).tobytes()),
+            "scale_offset": self._add(np.ascontiguousarray(scale, dtype="<f4").tobytes()),
+        }
+
+    def write(self, folder: Path) -> dict:
+        data = b"".join(self.chunks)
+        if len(data) > FILE_LIMIT:
+            raise PluginError(f"pipeline table {self.name} is {len(data) / 1e6:.1f} MB, over {FILE_LIMIT / 1e6:.0f} MB")
+        (folder / self.name).write_bytes(data)
+        return {"path": self.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "tensors": self.tensors}
+
+
+def table_files(weights: Weights) -> list[TableFile]:
+    """The weights split into files: embeddings, one per block, the final LayerNorm."""
+    embeddings = TableFile("embeddings.bin")
+    embeddings.add_matrix("wte", weights.wte)
+    embeddings.add_matrix("wpe", weights.wpe)
+    files = [embeddings]
+    for i, block in enumerate(weights.blocks):
+        f = TableFile(f"block.{i}.bin")
+        for name, value in block.items():
+            (f.add_matrix if value.ndim == 2 else f.add_vector)(name, value)
+        files.append(f)
+    final = TableFile("final.bin")
+    final.add_vector("ln_f.weight", weights.ln_f["weight"])
+    final.add_vector("ln_f.bias", weights.ln_f["bias"])
+    files.append(final)
+    return files
+
+
+# ---------------------------------------------------------------- parity
+
+
+def _ort_logits(graph: Path, ids: list[int], config: dict) -> np.ndarray:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+    x = np.array([ids], dtype=np.int64)
+    feeds = {"input_ids": x, "attention_mask": np.ones_like(x), "position_ids": np.arange(len(ids), dtype=np.int64)[None]}
+    head_dim = config["n_embd"] // config["n_head"]
+    for i in range(config["n_layer"]):
+        for kv in ("key", "value"):
+            feeds[f"past_key_values.{i}.{kv}"] = np.zeros((1, config["n_head"], 0, head_dim), np.float32)
+    return session.run(["logits"], feeds)[0][0, -1].astype(np.float32)
+
+
+def _torch_logits(weights: Weights, ids: list[int], config: dict) -> np.ndarray:
+    import torch
+
+    from model_export.gpt2 import GPT2, GPT2Config
+
+    cfg = GPT2Config(**{k: config[k] for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")
+                        if k in config})
+    model = GPT2(cfg)
+    state = {"wte.weight": weights.wte, "wpe.weight": weights.wpe, "ln_f.weight": weights.ln_f["weight"],
+             "ln_f.bias": weights.ln_f["bias"], "lm_head.weight": weights.wte}
+    for i, block in enumerate(weights.blocks):
+        state |= {f"blocks.{i}.{name}": value for name, value in block.items()}
+    model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}, strict=True)
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        logits = model(x, torch.ones_like(x), torch.arange(len(ids))[None])[0]
+    return logits[0, -1].numpy().astype(np.float32)
+
+
+def parity_logits(model_dir: Path, graph: Path, weights: Weights, config: dict) -> tuple[dict, str | None]:
+    """Logits of ``PARITY_IDS`` from PyTorch and onnxruntime (fp32 graph and every variant).
+
+    Returns:
+        ``({source: float32 logits}, None)``, or ``({}, reason)`` when torch or onnxruntime is
+        missing.
+    """
+    try:
+        import onnxruntime  # noqa: F401
+        import torch  # noqa: F401
+    except ImportError as err:
+        return {}, f"the site was built without {err.name}, so the build-time logits are missing"
+    out = {"torch": _torch_logits(weights, PARITY_IDS, config), "ort-fp32": _ort_logits(graph, PARITY_IDS, config)}
+    manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
+    for variant in manifest.get("variants", []):
+        graphs = [f for f in variant["files"] if f.get("role", "graph") == "graph"]
+        path = model_dir / graphs[0]["path"]
+        if path.resolve() == graph.resolve() or not path.is_file():
+            continue
+        try:
+            out[f"ort-{variant['name']}"] = _ort_logits(path, PARITY_IDS, config)
+        except Exception as err:  # noqa: BLE001  a variant CPU onnxruntime cannot run is left out
+            out[f"ort-{variant['name']}-error"] = str(err)[:200]
+    return out, None
+
+
+def write_tables(model_dir: Path, out: Path, with_parity: bool = True) -> dict:
+    """Writes the pipeline tables of the model in ``model_dir`` into ``out``; returns the index.
+
+    Raises:
+        PluginError: If the model has no fp32 graph or the graph cannot be read.
+    """
+    manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
+    config = manifest["config"]
+    graph = reference_graph(model_dir)
+    if graph is None:
+        raise PluginError(f"{model_dir} has neither .build/reference.onnx nor an fp32 variant")
+    try:
+        weights = read_weights(graph, config["n_layer"])
+    except ValueError as err:
+        raise PluginError(str(err)) from err
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    files = [f.write(out) for f in table_files(weights)]
+    parity = {"text": PARITY_TEXT, "ids": PARITY_IDS, "logits": [], "missing": None}
+    if with_parity:
+        logits, missing = parity_logits(model_dir, graph, weights, config) if len(PARITY_IDS) <= config["n_positions"] else ({}, "context too short")
+        parity["missing"] = missing
+        (out / "parity").mkdir()
+        for source, values in logits.items():
+            if isinstance(values, str):
+                parity["logits"].append({"source": source.removesuffix("-error"), "error": values})
+                continue
+            data = np.ascontiguousarray(values, dtype="<f4").tobytes()
+            path = f"parity/{source}.f32"
+            (out / path).write_bytes(data)
+            parity["logits"].append({"source": source, "path": path, "bytes": len(data),
+                                     "sha256": hashlib.sha256(data).hexdigest()})
+    else:
+        parity["missing"] = "not computed for this build"
+    index = {"format": TABLES_FORMAT, "model": manifest.get("name"), "config": config,
+             "source": graph.name, "files": files, "parity": parity}
+    (out / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
+    return index
+
+
+@event_priority(-50)  # after hooks.py has copied the model, before model_hook.py tidies it
+def on_post_build(config) -> None:
+    """Write the pipeline tables of the served model into the site."""
+    name = config["extra"]["tx_model"]
+    model_dir = MODELS / name
+    if not (model_dir / "manifest.json").is_file():
+        return  # hooks.py has already said how to build the model
+    write_tables(model_dir, Path(config["site_dir"]) / "models" / name / TABLES_DIR)

@@ -1,0 +1,49 @@
+/**
+ * <tx-stage-attention>: stage 5c. For the block and head the reader picks, each step of
+ * masked self-attention on their prompt: scores Q_h K_hᵀ, scaled by 1/√head_dim, masked
+ * (−∞ above the diagonal), softmax (the model's own `attentions.{layer}` output), and the
+ * weighted values softmax · V_h. The first three are recomputed from the tables; the check
+ * line compares this page's softmax of them with the model's.
+ *
+ * Shows `data-values` on each figure and `data-max-diff` on the check line.
+ */
+import { PipelineStage, GPT2_SMALL, blockTrace, heatmap, maxAbsDiff, options, shapeLine, tokenLabels } from "./tx-pipeline-common.js";
+
+class TxStageAttention extends PipelineStage {
+  controls() {
+    return `<label>Block <select name="layer"></select></label><label>Head <select name="head"></select></label>`;
+  }
+
+  prepare(model) {
+    const { n_layer, n_head } = model.info.config;
+    if (!this.$("select[name=layer]").options.length) {
+      this.$("select[name=layer]").innerHTML = options(n_layer, "block");
+      this.$("select[name=head]").innerHTML = options(n_head, "head");
+    }
+  }
+
+  async draw({ model, ids, run }) {
+    const layer = this.num("select[name=layer]");
+    const h = this.num("select[name=head]");
+    const b = await blockTrace(model, run, layer);
+    const { T, H, hd } = b;
+    const head = b.heads[h];
+    const labels = tokenLabels(model, ids);
+    const numbers = T <= 8;
+    const opts = (name, caption, extra = {}) => ({ name, caption, rowLabels: labels, numbers, cell: numbers ? 34 : 14, ...extra });
+    const diff = maxAbsDiff(head.softmax.flat(), head.probs.flat());
+    const g = GPT2_SMALL;
+    return `${shapeLine("scores, one matrix per head", [g.n_head, T, T], [H, T, T], model.info.name)}
+      ${shapeLine("weighted values", [g.n_head, T, g.n_embd / g.n_head], [H, T, hd], model.info.name)}
+      <div class="pl-figs">
+      ${heatmap(head.scores, opts("scores", "① scores S = Q<sub>h</sub>K<sub>h</sub>ᵀ (row: query, column: key)"))}
+      ${heatmap(head.scaled, opts("scaled", `② scaled S / √${hd}`))}
+      ${heatmap(head.masked, opts("masked", "③ masked: −∞ where the key comes later"))}
+      ${heatmap(head.probs, opts("softmax", "④ softmax: each row sums to 1 (the model's attentions output)"))}
+      ${heatmap(head.out, opts("weighted", `⑤ weighted values softmax · V<sub>h</sub> (${hd} columns)`, { numbers: false, cell: 7 }))}
+      </div>
+      <p class="pl-note pl-check" data-max-diff="${diff}">Figure 5c. Block ${layer}, head ${h}. The softmax of ③ computed on this page differs from the model's own probabilities by at most ${diff.toExponential(2)}.</p>`;
+  }
+}
+
+customElements.define("tx-stage-attention", TxStageAttention);

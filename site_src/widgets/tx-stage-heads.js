@@ -1,0 +1,41 @@
+/**
+ * <tx-stage-heads>: stage 5b. Q, K and V of the chosen block are cut into n_head slices of
+ * head_dim columns; the figure draws the chosen head's three slices.
+ *
+ * Shows `data-values` on the q_h, k_h and v_h figures.
+ */
+import { PipelineStage, GPT2_SMALL, blockTrace, heatmap, options, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
+
+class TxStageHeads extends PipelineStage {
+  controls() {
+    return `<label>Block <select name="layer"></select></label><label>Head <select name="head"></select></label>`;
+  }
+
+  prepare(model) {
+    const { n_layer, n_head } = model.info.config;
+    if (!this.$("select[name=layer]").options.length) {
+      this.$("select[name=layer]").innerHTML = options(n_layer, "block");
+      this.$("select[name=head]").innerHTML = options(n_head, "head");
+    }
+  }
+
+  async draw({ model, ids, run }) {
+    const layer = this.num("select[name=layer]");
+    const h = this.num("select[name=head]");
+    const b = await blockTrace(model, run, layer);
+    const { T, C, H, hd } = b;
+    const g = GPT2_SMALL;
+    const labels = tokenLabels(model, ids);
+    const part = (m) => slice2d(m, T, C, h * hd, (h + 1) * hd);
+    return `${shapeLine("Q as heads", [g.n_head, T, g.n_embd / g.n_head], [H, T, hd], model.info.name)}
+      <p class="pl-note">${C} = ${H} heads × ${hd} columns; head ${h} owns columns ${h * hd} … ${(h + 1) * hd - 1}.</p>
+      <div class="pl-figs">
+      ${heatmap(part(b.q), { name: "q_h", caption: `Q, head ${h}`, rowLabels: labels, cell: 7 })}
+      ${heatmap(part(b.k), { name: "k_h", caption: `K, head ${h}`, cell: 7 })}
+      ${heatmap(part(b.v), { name: "v_h", caption: `V, head ${h}`, cell: 7 })}
+      </div>
+      <p class="pl-note">Figure 5b. Block ${layer}, head ${h}: the slices this head attends with.</p>`;
+  }
+}
+
+customElements.define("tx-stage-heads", TxStageHeads);

@@ -1,0 +1,35 @@
+/**
+ * <tx-stage-merge>: stage 5d. The heads' outputs side by side again (T, C), then the output
+ * projection c_proj (C → C) that lets them mix.
+ *
+ * Shows `data-values` on the concatenation and projection figures.
+ */
+import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, options, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
+
+class TxStageMerge extends PipelineStage {
+  controls() {
+    return `<label>Block <select name="layer"></select></label>`;
+  }
+
+  prepare(model) {
+    const select = this.$("select[name=layer]");
+    if (!select.options.length) select.innerHTML = options(model.info.config.n_layer, "block");
+  }
+
+  async draw({ model, ids, run }) {
+    const layer = this.num("select[name=layer]");
+    const b = await blockTrace(model, run, layer);
+    const { T, C, H, hd } = b;
+    const cols = Math.min(C, MAX_COLS);
+    const g = GPT2_SMALL.n_embd;
+    return `${shapeLine("heads side by side", [T, g], [T, C], model.info.name)}
+      ${shapeLine("c_proj weight", [g, g], [C, C], model.info.name)}
+      <div class="pl-figs">
+      ${heatmap(slice2d(b.merged, T, C, 0, cols), { name: "concat", caption: `${H} heads × ${hd} columns, concatenated (first ${cols})`, rowLabels: tokenLabels(model, ids), cell: 6 })}
+      ${heatmap(slice2d(b.attnOut, T, C, 0, cols), { name: "attn-out", caption: `after c_proj: attention's update (first ${cols})`, cell: 6 })}
+      </div>
+      <p class="pl-note">Figure 5d. Block ${layer}: the update that the residual connection adds to x.</p>`;
+  }
+}
+
+customElements.define("tx-stage-merge", TxStageMerge);

@@ -1,0 +1,43 @@
+/**
+ * <tx-stage-mlp>: stage 5e. Per token: LayerNorm, c_fc (C → 4C), GELU, c_proj (4C → C),
+ * for the chosen block and token. The figure draws the 4C hidden units before and after
+ * GELU and the block's MLP update for every token.
+ *
+ * Shows `data-values` on each figure and `data-active` (share of units GELU leaves above 0).
+ */
+import { escapeHtml } from "./base.js";
+import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, options, shapeLine, slice2d, tokenLabels, visible } from "./tx-pipeline-common.js";
+
+class TxStageMlp extends PipelineStage {
+  controls() {
+    return `<label>Block <select name="layer"></select></label>`;
+  }
+
+  prepare(model) {
+    const select = this.$("select[name=layer]");
+    if (!select.options.length) select.innerHTML = options(model.info.config.n_layer, "block");
+  }
+
+  async draw({ model, ids, run }) {
+    const layer = this.num("select[name=layer]");
+    const b = await blockTrace(model, run, layer);
+    const { T, C } = b;
+    const wide = 4 * C;
+    const cols = Math.min(wide, 2 * MAX_COLS);
+    let positive = 0;
+    for (const v of b.act) if (v > 0) positive++;
+    const active = positive / b.act.length;
+    const g = GPT2_SMALL.n_embd;
+    const labels = tokenLabels(model, ids);
+    return `${shapeLine("expand: c_fc", [T, 4 * g], [T, wide], model.info.name)}
+      ${shapeLine("project back: c_proj", [T, g], [T, C], model.info.name)}
+      <div class="pl-figs">
+      ${heatmap(slice2d(b.fc, T, wide, 0, cols), { name: "fc", caption: `LN(x) @ W_fc + b: first ${cols} of ${wide} units`, rowLabels: labels, cell: 4 })}
+      ${heatmap(slice2d(b.act, T, wide, 0, cols), { name: "gelu", caption: `GELU of the same units`, cell: 4 })}
+      ${heatmap(slice2d(b.mlpOut, T, C, 0, Math.min(C, MAX_COLS)), { name: "mlp-out", caption: `the MLP's update (first ${Math.min(C, MAX_COLS)} of ${C})`, cell: 5 })}
+      </div>
+      <p class="pl-note" data-active="${active}">Figure 5e. Block ${layer}: after GELU, ${(100 * active).toFixed(1)}% of the ${wide} × ${T} hidden values are above zero; the rest are squashed towards 0 (never below −0.17). Token “${escapeHtml(visible(model.tokenizer.tokenToString(ids[0])))}” and the others are processed each on its own.</p>`;
+  }
+}
+
+customElements.define("tx-stage-mlp", TxStageMlp);

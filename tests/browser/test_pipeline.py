@@ -1,0 +1,359 @@
+"""The "in the order it runs" pages: every figure agrees with Python on the same files.
+
+For a fixed prompt, each stage widget's displayed numbers (its ``data-*`` attributes) are
+compared with the same tensors computed in Python: the graph outputs (hidden states,
+attentions, logits) by onnxruntime on the very ONNX variant the browser loaded, the
+recomputed intermediates (Q/K/V, scores, MLP, ...) by NumPy from those hidden states and the
+weight tables that ``site_src/pipeline_hook.py`` wrote into the site.
+"""
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.browser
+
+SITE = Path(os.environ.get("TX_SITE", Path(__file__).resolve().parents[2] / "site"))
+PROMPT = "Data visualization empowers users to"
+PAGES = ["", "01-tokenization/", "02-token-embedding/", "03-positional-encoding/", "04-final-embedding/",
+         "05a-qkv/", "05b-heads/", "05c-attention/", "05d-recombine/", "05e-mlp/",
+         "05f-norm-residual-dropout/", "06-logits/", "07-sampling/", "08-autoregression/"]
+TOL = 1e-4
+
+
+def model_dir() -> Path:
+    return SITE / "models" / json.loads((SITE / "models" / "index.json").read_text())["default"]
+
+
+@pytest.fixture(scope="module")
+def ref():
+    """Tokenizer, config, table reader and an onnxruntime runner per variant."""
+    import onnxruntime as ort
+    from transformers import GPT2TokenizerFast
+
+    directory = model_dir()
+    manifest = json.loads((directory / "manifest.json").read_text())
+    cfg = manifest["config"]
+    tokenizer = GPT2TokenizerFast.from_pretrained(directory)
+    index = json.loads((directory / "tables" / "index.json").read_text())
+    sessions = {}
+
+    def table(file):
+        entry = next(f for f in index["files"] if f["path"] == file)
+        data = (directory / "tables" / file).read_bytes()
+        out = {}
+        for name, t in entry["tensors"].items():
+            if t["dtype"] == "float32":
+                out[name] = np.frombuffer(data, "<f4", t["shape"][0], t["offset"]).astype(np.float64)
+            else:
+                rows, cols = t["shape"]
+                q = np.frombuffer(data, np.int8, rows * cols, t["offset"]).reshape(rows, cols)
+                scale = np.frombuffer(data, "<f4", rows, t["scale_offset"])
+                out[name] = q.astype(np.float64) * scale.astype(np.float64)[:, None]
+        return out
+
+    def run(variant, ids):
+        if variant not in sessions:
+            entry = next(v for v in manifest["variants"] if v["name"] == variant)
+            graph = next(f for f in entry["files"] if f.get("role", "graph") == "graph")
+            sessions[variant] = ort.InferenceSession(str(directory / graph["path"]), providers=["CPUExecutionProvider"])
+        session = sessions[variant]
+        x = np.array([ids], dtype=np.int64)
+        feeds = {"input_ids": x, "attention_mask": np.ones_like(x), "position_ids": np.arange(len(ids), dtype=np.int64)[None]}
+        hd = cfg["n_embd"] // cfg["n_head"]
+        for i in range(cfg["n_layer"]):
+            for kv in ("key", "value"):
+                feeds[f"past_key_values.{i}.{kv}"] = np.zeros((1, cfg["n_head"], 0, hd), np.float32)
+        names = [o.name for o in session.get_outputs()]
+        out = dict(zip(names, session.run(names, feeds)))
+        return {"logits": out["logits"][0].astype(np.float64),
+                "hidden": [out[f"hidden_states.{j}"][0].astype(np.float64) for j in range(cfg["n_layer"] + 1)],
+                "attn": [out[f"attentions.{i}"][0].astype(np.float64) for i in range(cfg["n_layer"])]}
+
+    ids = tokenizer.encode(PROMPT)
+    return {"cfg": cfg, "tokenizer": tokenizer, "table": table, "run": run, "ids": ids, "index": index}
+
+
+def open_stage(page, path, tag, prompt=PROMPT, timeout=120_000):
+    """Open a stage page with `prompt` stored as the reader's prompt; wait for `tag` to be drawn."""
+    page.page.add_init_script(f"localStorage.setItem('tx-pipeline-prompt', {json.dumps(prompt)})")
+    p = page.goto(f"pipeline/{path}")
+    return wait_drawn(p, tag, 0, timeout)
+
+
+def wait_drawn(p, tag, runs, timeout=120_000):
+    p.wait_for_function(
+        f"() => {{ const el = document.querySelector('{tag}'); return el && (el.dataset.state === 'error'"
+        f" || (el.dataset.state === 'ready' && Number(el.dataset.runs || 1) > {runs})); }}", timeout=timeout)
+    widget = p.locator(tag)
+    assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
+    return p, widget
+
+
+def figure(widget, name):
+    return np.array(json.loads(widget.locator(f'figure[data-name="{name}"]').get_attribute("data-values")), dtype=np.float64)
+
+
+def select(p, widget, name, value):
+    runs = int(widget.get_attribute("data-runs"))
+    widget.locator(f"select[name={name}]").select_option(str(value))
+    return wait_drawn(p, widget_tag(widget), runs)[1]
+
+
+def widget_tag(widget):
+    return widget.evaluate("el => el.localName")
+
+
+def layer_norm(x, w, b, eps=1e-5):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+
+
+def block_reference(ref, out, layer):
+    """The block's intermediates in NumPy from the model's input to it and the tables."""
+    w = ref["table"](f"block.{layer}.bin")
+    cfg = ref["cfg"]
+    C, H = cfg["n_embd"], cfg["n_head"]
+    hd = C // H
+    x = out["hidden"][layer]
+    qkv = layer_norm(x, w["ln_1.weight"], w["ln_1.bias"]) @ w["attn.c_attn.weight"].T + w["attn.c_attn.bias"]
+    q, k, v = qkv[:, :C], qkv[:, C:2 * C], qkv[:, 2 * C:]
+    T = x.shape[0]
+    heads = []
+    merged = np.zeros((T, C))
+    for h in range(H):
+        sl = slice(h * hd, (h + 1) * hd)
+        scores = q[:, sl] @ k[:, sl].T
+        probs = out["attn"][layer][h]
+        merged[:, sl] = probs @ v[:, sl]
+        heads.append({"scores": scores, "scaled": scores / math.sqrt(hd), "out": probs @ v[:, sl]})
+    attn_out = merged @ w["attn.c_proj.weight"].T + w["attn.c_proj.bias"]
+    mid = x + attn_out
+    fc = layer_norm(mid, w["ln_2.weight"], w["ln_2.bias"]) @ w["mlp.c_fc.weight"].T + w["mlp.c_fc.bias"]
+    mlp_out = gelu(fc) @ w["mlp.c_proj.weight"].T + w["mlp.c_proj.bias"]
+    return {"q": q, "k": k, "v": v, "heads": heads, "merged": merged, "attn_out": attn_out, "fc": fc,
+            "gelu": gelu(fc), "mlp_out": mlp_out, "hd": hd}
+
+
+def close(shown, want, tol=TOL):
+    """Element-wise |shown - want| <= tol * max(1, |want|) (float32 sums in the browser)."""
+    assert shown.shape == want.shape, (shown.shape, want.shape)
+    bound = tol * np.maximum(1.0, np.abs(want))
+    worst = np.max(np.abs(shown - want) - bound)
+    assert worst <= 0, f"max excess {worst:.3g}"
+
+
+# ---------------------------------------------------------------- every page
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_and_draws(page, path):
+    """Strict-built page: every pipeline widget on it draws; no console error, no other origin."""
+    page.page.add_init_script(f"localStorage.setItem('tx-pipeline-prompt', {json.dumps(PROMPT)})")
+    p = page.goto(f"pipeline/{path}")
+    tags = p.evaluate("() => [...document.querySelectorAll('*')].map(e => e.localName).filter(n => n.startsWith('tx-'))")
+    assert tags, "no widget on the page"
+    for tag in tags:
+        p.wait_for_function(f"() => ['ready', 'error'].includes(document.querySelector('{tag}').dataset.state)", timeout=120_000)
+        widget = p.locator(tag)
+        assert widget.get_attribute("data-state") == "ready", (tag, widget.locator(".status").inner_text())
+    assert p.locator("details.question, .admonition.question").count() >= 2  # check-yourself questions
+
+
+# ---------------------------------------------------------------- stage by stage
+
+
+def test_tokens_match_hf_tokenizer(page, ref):
+    p, w = open_stage(page, "01-tokenization/", "tx-stage-tokens", timeout=180_000)
+    assert json.loads(w.locator(".pl-tokens").get_attribute("data-ids")) == ref["ids"]
+    pieces = json.loads(w.locator(".pl-merges").get_attribute("data-tokens"))
+    assert "".join(pieces).replace("Ġ", " ").strip() in PROMPT  # the chosen word, rebuilt from its pieces
+
+
+def test_embedding_rows_and_neighbours(page, ref):
+    p, w = open_stage(page, "02-token-embedding/", "tx-stage-embedding")
+    wte = ref["table"]("embeddings.bin")["wte"]
+    rows = figure(w, "wte-rows")
+    close(rows, wte[ref["ids"]][:, :rows.shape[1]], 1e-6)
+    w = select(p, w, "pos", 2)
+    ids = [int(x) for x in w.locator("tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)")]
+    cos = [float(x) for x in w.locator("tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.cos)")]
+    unit = wte / np.linalg.norm(wte, axis=1, keepdims=True)
+    want = unit @ unit[ref["ids"][2]]
+    assert ids[0] == ref["ids"][2]
+    assert np.allclose(cos, want[ids], atol=1e-6)
+    assert min(cos) >= np.sort(want)[-len(ids)] - 1e-6  # these are the most similar rows
+
+
+def test_position_rows_and_similarities(page, ref):
+    p, w = open_stage(page, "03-positional-encoding/", "tx-stage-position")
+    wpe = ref["table"]("embeddings.bin")["wpe"]
+    T = len(ref["ids"])
+    rows = figure(w, "wpe-rows")
+    close(rows, wpe[:T, :rows.shape[1]], 1e-6)
+    learned = figure(w, "learned-similarity")
+    n = learned.shape[0]
+    unit = wpe[:n] / np.linalg.norm(wpe[:n], axis=1, keepdims=True)
+    close(learned, unit @ unit.T, 1e-6)
+    d = ref["cfg"]["n_embd"]
+    pos = np.arange(n)[:, None] / 10000 ** (np.arange(0, d, 2)[None] / d)
+    pe = np.zeros((n, d))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(pos), np.cos(pos)
+    pe /= np.linalg.norm(pe, axis=1, keepdims=True)
+    close(figure(w, "sinusoidal-similarity"), pe @ pe.T, 1e-6)
+
+
+def test_final_embedding_is_the_models_hidden_state_0(page, ref):
+    p, w = open_stage(page, "04-final-embedding/", "tx-stage-sum")
+    out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
+    shown = figure(w, "hidden_states.0")
+    close(shown, out["hidden"][0][:, :shown.shape[1]])
+    assert float(w.locator(".pl-check").get_attribute("data-max-diff")) < 0.05  # int8 tables vs the graph
+
+
+def test_qkv_heads_merge_mlp_match_numpy(page, ref):
+    layer = ref["cfg"]["n_layer"] - 1
+    head = ref["cfg"]["n_head"] - 1
+    for path, tag, names in [("05a-qkv/", "tx-stage-qkv", ["q", "k", "v"]),
+                             ("05b-heads/", "tx-stage-heads", ["q_h", "k_h", "v_h"]),
+                             ("05d-recombine/", "tx-stage-merge", ["concat", "attn-out"]),
+                             ("05e-mlp/", "tx-stage-mlp", ["fc", "gelu", "mlp-out"])]:
+        p, w = open_stage(page, path, tag)
+        w = select(p, w, "layer", layer)
+        if tag == "tx-stage-heads":
+            w = select(p, w, "head", head)
+        out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
+        b = block_reference(ref, out, layer)
+        hd = b["hd"]
+        want = {"q": b["q"], "k": b["k"], "v": b["v"], "q_h": b["q"][:, head * hd:(head + 1) * hd],
+                "k_h": b["k"][:, head * hd:(head + 1) * hd], "v_h": b["v"][:, head * hd:(head + 1) * hd],
+                "concat": b["merged"], "attn-out": b["attn_out"], "fc": b["fc"], "gelu": b["gelu"], "mlp-out": b["mlp_out"]}
+        for name in names:
+            shown = figure(w, name)
+            close(shown, want[name][:, :shown.shape[1]])
+
+
+def test_attention_steps_for_the_chosen_layer_and_head(page, ref):
+    p, w = open_stage(page, "05c-attention/", "tx-stage-attention")
+    layer, head = ref["cfg"]["n_layer"] - 1, 1
+    w = select(p, w, "layer", layer)
+    w = select(p, w, "head", head)
+    out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
+    b = block_reference(ref, out, layer)["heads"][head]
+    close(figure(w, "softmax"), out["attn"][layer][head])  # the graph's own attention probabilities
+    close(figure(w, "scores"), b["scores"])
+    close(figure(w, "scaled"), b["scaled"])
+    masked = figure(w, "masked")  # JSON null (NaN here) stands for -inf
+    T = masked.shape[0]
+    upper = np.triu(np.ones((T, T), bool), 1)
+    assert np.isnan(masked[upper]).all()
+    close(masked[~upper], b["scaled"][~upper])
+    close(figure(w, "weighted"), b["out"])
+    assert float(w.locator(".pl-check").get_attribute("data-max-diff")) < 0.05
+
+
+def test_residual_stream_is_the_models_hidden_state(page, ref):
+    p, w = open_stage(page, "05f-norm-residual-dropout/", "tx-stage-residual")
+    layer = ref["cfg"]["n_layer"] - 1
+    w = select(p, w, "layer", layer)
+    out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
+    shown = figure(w, f"hidden_states.{layer + 1}")
+    close(shown, out["hidden"][layer + 1][:, :shown.shape[1]])
+    assert float(w.locator(".pl-check").get_attribute("data-max-diff")) < 0.05
+    assert w.locator(".pl-residual tbody tr").count() == len(ref["ids"])
+
+
+def test_logits_are_the_models_and_tied_to_wte(page, ref):
+    p, w = open_stage(page, "06-logits/", "tx-stage-logits")
+    out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
+    last = out["logits"][-1]
+    rows = w.locator("tr[data-id]")
+    ids = [int(x) for x in rows.evaluate_all("rs => rs.map(r => r.dataset.id)")]
+    shown = np.array([float(x) for x in rows.evaluate_all("rs => rs.map(r => r.dataset.logit)")])
+    recomputed = np.array([float(x) for x in rows.evaluate_all("rs => rs.map(r => r.dataset.recomputed)")])
+    assert ids == np.argsort(-last, kind="stable")[:10].tolist()
+    close(shown, last[ids])
+    emb, final = ref["table"]("embeddings.bin"), ref["table"]("final.bin")
+    h = layer_norm(out["hidden"][-1][-1], final["ln_f.weight"], final["ln_f.bias"])
+    close(recomputed, emb["wte"][ids] @ h)
+
+
+def reference_distribution(logits, temperature, top_k, top_p):
+    scaled = (logits - logits.max()) / temperature
+    floor = -np.inf
+    if 0 < top_k < len(scaled):
+        floor = np.sort(scaled)[-top_k]
+    if top_p < 1:
+        kept = np.sort(scaled[scaled >= floor])[::-1]
+        total, cumulative = np.exp(kept).sum(), 0.0
+        for s in kept:
+            if cumulative >= top_p * total:
+                break
+            cumulative += math.exp(s)
+            floor = s
+    keep = scaled >= floor
+    probs = np.where(keep, np.exp(scaled), 0)
+    return probs / probs.sum()
+
+
+def test_sampling_dials_on_live_logits(page, ref):
+    p, w = open_stage(page, "07-sampling/", "tx-stage-sampling")
+    for name, value in [("temperature", "0.7"), ("topk", "40"), ("topp", "0.5")]:
+        runs = int(w.get_attribute("data-runs"))
+        w.locator(f"input[name={name}]").fill(value)
+        p, w = wait_drawn(p, "tx-stage-sampling", runs)
+    out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
+    want = reference_distribution(out["logits"][-1], 0.7, 40, 0.5)
+    rows = w.locator("tr[data-id]")
+    ids = [int(x) for x in rows.evaluate_all("rs => rs.map(r => r.dataset.id)")]
+    probs = [float(x) for x in rows.evaluate_all("rs => rs.map(r => r.dataset.prob)")]
+    assert int(w.locator(".pl-summary").get_attribute("data-candidates")) == int((want > 0).sum())
+    assert np.allclose(probs, want[ids], atol=1e-4)
+    assert want[int(w.locator(".pl-summary").get_attribute("data-sampled"))] > 0
+    # a bad value is a message in the widget, not a crash
+    w.locator("input[name=topp]").fill("1.5")
+    p.wait_for_function("() => document.querySelector('tx-stage-sampling').dataset.state === 'error'")
+    assert "Top-p" in w.locator(".status").inner_text()
+
+
+def test_loop_greedy_tokens_match_onnxruntime(page, ref):
+    p, w = open_stage(page, "08-autoregression/", "tx-stage-loop")
+    variant = w.get_attribute("data-variant")
+    ids = list(ref["ids"])
+    new = []
+    for _ in range(8):
+        nxt = int(np.argmax(ref["run"](variant, ids)["logits"][-1]))
+        new.append(nxt)
+        ids.append(nxt)
+    assert json.loads(w.locator(".pl-loop").get_attribute("data-ids")) == new
+    fed = [int(x) for x in w.locator("tr[data-fed]").evaluate_all("rs => rs.map(r => r.dataset.fed)")]
+    assert fed == [len(ref["ids"])] + [1] * 7
+
+
+def test_overview_and_parity(page, ref):
+    p, w = open_stage(page, "", "tx-pipeline")
+    cfg, T = ref["cfg"], len(ref["ids"])
+    shapes = w.locator(".pl-box").evaluate_all("bs => bs.map(b => b.dataset.shape)")
+    assert len(shapes) == 13
+    assert shapes[6] == f"{cfg['n_head']},{T},{T}"
+    p.wait_for_function("() => ['ready', 'error'].includes(document.querySelector('tx-parity').dataset.state)", timeout=120_000)
+    parity = p.locator("tx-parity")
+    assert parity.get_attribute("data-state") == "ready", parity.locator(".status").inner_text()
+    diffs = {(r["a"], r["b"]): float(r["d"]) for r in parity.locator("tr[data-a]").evaluate_all(
+        "rs => rs.map(r => ({a: r.dataset.a, b: r.dataset.b, d: r.dataset.maxDiff}))")}
+    variant = parity.get_attribute("data-browser-variant")
+    assert diffs[("browser", f"ort-{variant}")] < 1e-4
+    if ref["index"]["parity"]["missing"] is None:
+        assert diffs[("torch", "ort-fp32")] < 1e-4
+    # a box links to its stage
+    w.locator(".pl-box a").first.click()
+    p.wait_for_url("**/pipeline/01-tokenization/")
