@@ -39,6 +39,11 @@ from .weights import PRESET_PREFIX, PRESETS, SourceError, parse_source
 
 EXIT_OK, EXIT_VALIDATION_FAILED, EXIT_BAD_INPUT, EXIT_WRITE_FAILED = 0, 1, 2, 3
 VARIANT_NAMES = ("q4", "q8", "fp16")
+EXIT_CODES_HELP = """exit status:
+  0  success
+  1  a validation check failed (the files are written; the table says what failed by how much)
+  2  bad input: source, checkpoint files, configuration, tokenizer files, stage order, options
+  3  a file could not be written: no space left on the device or another file-system error"""
 
 
 class UsageError(ValueError):
@@ -147,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="model-export",
         description="Export GPT-2 to ONNX for the browser, validate it against PyTorch, quantize and package it.",
-        epilog="exit status: 0 success, 1 validation failed, 2 bad input, 3 a file could not be written",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -245,6 +251,7 @@ def run_all(args) -> int:
     name = args.name or out.resolve().name
     out.resolve().parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.resolve().parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; the site copies these permissions
     try:
         build = BuildDir(staging)
         with step(f"load {source}" + (f" (seed {args.seed})" if args.preset else "")):

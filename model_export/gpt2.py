@@ -147,8 +147,8 @@ def attention_bias(attention_mask: torch.Tensor, num_new: int) -> torch.Tensor:
     """The mask as a number added to the attention scores: 0 where allowed, very negative elsewhere.
 
     Adding the most negative float32 (rather than -inf) sends the hidden keys' probabilities to
-    exactly 0 after the softmax. Written as an addition, the attention is the pattern ONNX
-    Runtime's tools recognise and can replace by one fused MultiHeadAttention operator.
+    exactly 0 after the softmax. An additive mask is also the form ONNX Runtime's fusion tools
+    recognise as attention.
 
     Args:
         attention_mask: (B, P+T) int, 1 for a real token, 0 for padding.

@@ -146,11 +146,6 @@ def save_variant(
     return [graph_path, *pieces]
 
 
-def load_variant(directory: str | Path) -> onnx.ModelProto:
-    """Reads a variant's graph with its weights (pieces included)."""
-    return onnx.load(str(Path(directory) / GRAPH_FILE))
-
-
 def file_entry(path: str | Path, root: str | Path, role: str | None = None) -> dict:
     """``{"path", "bytes", "sha256"[, "role"]}`` of a file, its path relative to ``root`` with ``/``."""
     path, root = Path(path), Path(root)
@@ -283,12 +278,26 @@ def build_manifest(
 
 
 def write_json(path: str | Path, data: dict) -> Path:
-    """Writes indented JSON with a trailing newline, atomically (a temporary file renamed)."""
+    """Writes strict JSON (indented, trailing newline) atomically: a temporary file, renamed.
+
+    NaN and infinities, which browsers' ``JSON.parse`` rejects, are written as ``null``.
+    """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False, default=_json_default) + "\n", encoding="utf-8")
+    text = json.dumps(_finite(data), indent=2, allow_nan=False, default=_json_default)
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def _finite(value):
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _json_default(value):
@@ -346,7 +355,3 @@ def layout_problems(out_dir: str | Path, manifest: dict, piece_bytes: int = PIEC
             problems.append(f"{variant['name']}: graph refers to {sorted(locations)}, manifest lists {sorted(names)}")
     return problems
 
-
-def megabytes(n_bytes: int) -> float:
-    """Bytes in MB (10^6), rounded to 0.1."""
-    return math.floor(n_bytes / 1e5 + 0.5) / 10

@@ -20,7 +20,6 @@ A row passes when its measurement is within its bound: at most ``limit`` for err
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -160,7 +159,10 @@ def max_abs_diff(a, b, where: np.ndarray | None = None) -> float:
     """Max |a - b| over arrays (or lists of arrays), optionally only where ``where`` is True."""
     if isinstance(a, list | tuple):
         return max(max_abs_diff(x, y) for x, y in zip(a, b, strict=True))
-    diff = np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != np.float32 or b.dtype != np.float32:  # float32 - float32 is exact enough; others in float64
+        a, b = a.astype(np.float64), b.astype(np.float64)
+    diff = np.abs(a - b)
     if where is not None:
         diff = diff[np.broadcast_to(where, diff.shape)]
     return float(diff.max()) if diff.size else 0.0
@@ -343,42 +345,52 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
-def distribution_metrics(reference: np.ndarray, other: np.ndarray, targets: np.ndarray | None = None) -> dict:
-    """How far ``other``'s next-token distributions are from ``reference``'s.
+class Distributions:
+    """Next-token log-probabilities of one run, computed once and compared with several others.
 
     Args:
-        reference: (T, V) logits.
-        other: (T, V) logits.
-        targets: (T,) the actual next tokens, for perplexities; None to skip them.
-
-    Returns:
-        ``kl`` (mean KL(reference || other), nats), ``top1``, ``top5`` (mean overlap of the top-5
-        sets), ``max_abs`` (max abs logit difference), ``rel_err`` (mean abs difference over the
-        reference's standard deviation), and with targets ``ppl_ref``, ``ppl``, ``ppl_ratio``.
+        logits: (T, V) logits.
     """
-    kl, nll_ref, nll = [], [], []
-    for start in range(0, reference.shape[0], 64):  # float64 in chunks: (64, V) at a time
-        p, q = log_softmax(reference[start : start + 64]), log_softmax(other[start : start + 64])
-        kl.append((np.exp(p) * (p - q)).sum(axis=-1))
+
+    def __init__(self, logits: np.ndarray):
+        self.logits = logits
+        self.log_probs = log_softmax(logits)  # (T, V) float64
+        self.top5 = np.argpartition(-logits, 5, axis=-1)[:, :5]  # (T, 5), unordered
+
+    def compare(self, other: np.ndarray, targets: np.ndarray | None = None) -> dict:
+        """How far ``other``'s next-token distributions are from these.
+
+        Args:
+            other: (T, V) logits.
+            targets: (T,) the actual next tokens, for perplexities; None to skip them.
+
+        Returns:
+            ``kl`` (mean KL(self || other), nats), ``top1``, ``top5`` (mean overlap of the top-5
+            sets), ``max_abs`` (max abs logit difference), ``rel_err`` (mean abs difference over
+            the standard deviation of these logits), and with targets ``ppl_ref``, ``ppl``,
+            ``ppl_ratio``.
+        """
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # broken weights give NaN rows
+            return self._compare(other, targets)
+
+    def _compare(self, other: np.ndarray, targets: np.ndarray | None) -> dict:
+        p, q = self.log_probs, log_softmax(other)  # (T, V)
+        kl = (np.exp(p) * (p - q)).sum(axis=-1)  # (T,)
+        top5 = np.argpartition(-other, 5, axis=-1)[:, :5]
+        overlap = [len(set(a) & set(b)) / 5 for a, b in zip(self.top5.tolist(), top5.tolist(), strict=True)]
+        metrics = {
+            "kl": float(kl.mean()),
+            "top1": top1_agreement(self.logits, other),
+            "top5": float(np.mean(overlap)),
+            "max_abs": max_abs_diff(self.logits, other),
+            "rel_err": float(np.abs(self.logits - other).mean() / self.logits.std()),
+        }
         if targets is not None:
-            rows = np.arange(p.shape[0])
-            nll_ref.append(-p[rows, targets[start : start + 64]])
-            nll.append(-q[rows, targets[start : start + 64]])
-    top5_ref = np.argpartition(-reference, 5, axis=-1)[:, :5]
-    top5 = np.argpartition(-other, 5, axis=-1)[:, :5]
-    overlap = [len(set(a) & set(b)) / 5 for a, b in zip(top5_ref.tolist(), top5.tolist(), strict=True)]
-    metrics = {
-        "kl": float(np.concatenate(kl).mean()),
-        "top1": top1_agreement(reference, other),
-        "top5": float(np.mean(overlap)),
-        "max_abs": max_abs_diff(reference, other),
-        "rel_err": float(np.abs(reference - other).mean() / reference.std()),
-    }
-    if targets is not None:
-        metrics["ppl_ref"] = float(math.exp(np.concatenate(nll_ref).mean()))
-        metrics["ppl"] = float(math.exp(np.concatenate(nll).mean()))
-        metrics["ppl_ratio"] = metrics["ppl"] / metrics["ppl_ref"]
-    return metrics
+            rows = np.arange(len(targets))
+            metrics["ppl_ref"] = float(np.exp(-p[rows, targets].mean()))
+            metrics["ppl"] = float(np.exp(-q[rows, targets].mean()))
+            metrics["ppl_ratio"] = metrics["ppl"] / metrics["ppl_ref"]
+        return metrics
 
 
 def teacher_forced_logits(runner, tokens: list[int]) -> np.ndarray:
@@ -405,14 +417,14 @@ def cached_logits(runner, tokens: list[int], steps: int) -> np.ndarray:
 
 
 def compare_variant(
-    name: str, runner: OrtGPT2, reference_logits: np.ndarray, tokens: list[int], tol: VariantTolerance
+    name: str, runner: OrtGPT2, reference: Distributions, tokens: list[int], tol: VariantTolerance
 ) -> tuple[list[CheckResult], dict]:
-    """One variant against the fp32 graph's teacher-forced logits.
+    """One variant against the fp32 graph's teacher-forced distributions.
 
     Args:
         name: Variant name (the rows' group).
         runner: The variant's session.
-        reference_logits: (T, V) fp32 logits of ``tokens``.
+        reference: The fp32 graph's distributions at every position of ``tokens`` but the last.
         tokens: The validation text's ids.
         tol: The variant's bounds.
 
@@ -421,9 +433,9 @@ def compare_variant(
     """
     logits = teacher_forced_logits(runner, tokens)  # (T, V)
     targets = np.array(tokens[1:], np.int64)
-    metrics = distribution_metrics(reference_logits[:-1], logits[:-1], targets)
+    metrics = reference.compare(logits[:-1], targets)
     steps = min(CACHE_STEPS, len(tokens) - 1)
-    metrics["cache_kl"] = distribution_metrics(logits[-steps:], cached_logits(runner, tokens, steps))["kl"]
+    metrics["cache_kl"] = Distributions(logits[-steps:]).compare(cached_logits(runner, tokens, steps))["kl"]
     input_ids, attention_mask = example_batch(runner.config.vocab_size, 8, pad=5)
     padded = runner.run(input_ids, attention_mask, positions_from_mask(attention_mask), empty_past(runner.config, 2))
     metrics["nonfinite_padded"] = int((~np.isfinite(padded[0])).sum())
@@ -441,8 +453,11 @@ def compare_variant(
 
 
 def format_value(value) -> str:
-    """Integers as they are, floats in 3 significant digits."""
-    return str(value) if isinstance(value, int) else f"{value:.3g}"
+    """Integers as they are, floats in 4 significant digits; None (a non-finite value read back
+    from JSON) as ``not finite``."""
+    if value is None:
+        return "not finite"
+    return str(value) if isinstance(value, int) else f"{value:.4g}"
 
 
 def bound_text(row: CheckResult) -> str:

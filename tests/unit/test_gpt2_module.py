@@ -10,7 +10,7 @@ import pytest
 import torch
 import transformers
 
-from model_export.gpt2 import GPT2, GPT2Config
+from model_export.gpt2 import GPT2, GPT2Config, attention_bias
 
 TOL_HF = 1e-5
 TINY = dict(n_layer=2, n_head=4, n_embd=64)
@@ -178,6 +178,52 @@ def test_causal_mask_uses_the_past_offset(model):
 
     allowed = allowed_keys(torch.tensor([[0, 1, 1, 1, 1]]), num_new=2)[0, 0]
     assert allowed.tolist() == [[False, True, True, True, False], [False, True, True, True, True]]
+
+
+def test_a_padding_query_sees_only_itself():
+    """Left padding: the padded queries would see no key at all; each sees itself instead."""
+    from model_export.gpt2 import allowed_keys
+
+    allowed = allowed_keys(torch.tensor([[0, 0, 1, 1]]), num_new=4)[0, 0]
+    assert allowed.tolist() == [
+        [True, False, False, False],
+        [False, True, False, False],
+        [False, False, True, False],
+        [False, False, True, True],
+    ]
+    assert allowed.any(dim=-1).all()  # no empty softmax row
+
+
+def test_attention_bias_is_zero_or_float32_min():
+    from model_export.gpt2 import allowed_keys, attention_bias
+
+    mask = torch.tensor([[1, 1, 1], [0, 1, 1]])
+    bias = attention_bias(mask, num_new=3)
+    assert bias.shape == (2, 1, 3, 3) and bias.dtype == torch.float32
+    allowed = allowed_keys(mask, 3)
+    assert (bias[allowed] == 0).all()
+    assert (bias[~allowed] == torch.finfo(torch.float32).min).all()
+
+
+def test_hidden_states_are_embeddings_then_each_block(hf_model, model):
+    """hidden_states.0 is token + position embedding; hidden_states.i is block i's output."""
+    input_ids, attention_mask, position_ids = make_batch(1, 6, [0], seed=4)
+    with torch.no_grad():
+        _, _, _, hidden_states = split_outputs(model(input_ids, attention_mask, position_ids), 2)
+        embeddings = model.wte(input_ids) + model.wpe(position_ids)
+        bias = attention_bias(attention_mask, 6)
+        after_block_0 = model.blocks[0](embeddings, bias, *model.empty_past(1)[:2])[0]
+    assert len(hidden_states) == 3
+    assert torch.equal(hidden_states[0], embeddings)
+    assert torch.allclose(hidden_states[1], after_block_0, atol=1e-6)
+
+
+def test_outputs_without_past_equal_outputs_with_empty_past(model):
+    input_ids, attention_mask, position_ids = make_batch(2, 5, [0, 1], seed=5)
+    with torch.no_grad():
+        implicit = model(input_ids, attention_mask, position_ids)
+        explicit = model(input_ids, attention_mask, position_ids, *model.empty_past(2))
+    assert all(torch.equal(a, b) for a, b in zip(implicit, explicit, strict=True))
 
 
 @pytest.mark.parametrize(

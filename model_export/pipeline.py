@@ -1,0 +1,340 @@
+"""The stages of a build, each reading and writing one build directory.
+
+    build     load the weights, export the fp32 reference graph, copy the tokenizer files
+    quantize  write the fp16 / q8 / q4 variants as a graph plus external-data pieces
+    validate  compare our module with Hugging Face, the fp32 graph with our module, and every
+              variant with the fp32 graph
+    package   write ``manifest.json``: files, sizes, sha256, outputs, backends, metrics
+    report    measure CPU decoding speed and write ``report.json`` and ``report.md``
+
+Layout of a build directory (everything but ``.build/`` is what the site serves)::
+
+    manifest.json  report.json  report.md
+    vocab.json  merges.txt  TOKENIZER_NOTICE.txt
+    q4/model.onnx  q4/model.onnx.data.0 ...     (and q8/, fp16/)
+    .build/reference.onnx     the fp32 graph, the reference for every comparison (not shipped)
+    .build/record.json        what each stage did: provenance, times, validation rows, speeds
+
+The site build skips dot-directories, so the reference (500 MB for GPT-2 small) never reaches
+the site.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import package
+from .quantize import VARIANTS
+
+BUILD_DIR = ".build"
+REFERENCE = "reference.onnx"
+RECORD = "record.json"
+PROTOBUF_LIMIT = 2_000_000_000  # a single .onnx file cannot exceed 2 GB
+
+
+class StageError(ValueError):
+    """A stage cannot run on this directory (an earlier stage is missing, a bad option)."""
+
+
+@dataclass
+class Loaded:
+    """The models of a build, loaded once and shared by the stages of ``model-export all``.
+
+    Attributes:
+        weights: ``weights.LoadedWeights`` (the Hugging Face reference and its provenance).
+        model: Our ``GPT2`` with every output enabled.
+    """
+
+    weights: object
+    model: object
+
+
+class BuildDir:
+    """Paths and the record of one build directory.
+
+    Args:
+        root: The directory (``build/models/<name>``).
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self.work = self.root / BUILD_DIR
+        self.reference = self.work / REFERENCE
+        self.record_path = self.work / RECORD
+
+    def variant_dir(self, name: str) -> Path:
+        """Directory of a shipped variant."""
+        return self.root / name
+
+    def variant_graph(self, name: str) -> Path:
+        """Graph file of a shipped variant."""
+        return self.variant_dir(name) / package.GRAPH_FILE
+
+    def built_variants(self) -> list[str]:
+        """Variants present on disk, in manifest order."""
+        return [name for name in VARIANTS if self.variant_graph(name).is_file()]
+
+    def record(self) -> dict:
+        """The build record; StageError if ``build`` has not run here."""
+        if not self.record_path.is_file():
+            raise StageError(f"{self.root} has no {BUILD_DIR}/{RECORD}; run `model-export build --out {self.root}` first")
+        return json.loads(self.record_path.read_text(encoding="utf-8"))
+
+    def update_record(self, **changes) -> dict:
+        """Merges top-level keys into the record and writes it."""
+        record = self.record() if self.record_path.is_file() else {}
+        record.update(changes)
+        self.work.mkdir(parents=True, exist_ok=True)
+        package.write_json(self.record_path, record)
+        return record
+
+
+def config_of(record: dict):
+    """The ``GPT2Config`` stored in a record."""
+    from .gpt2 import GPT2Config
+
+    return GPT2Config(**record["config"])
+
+
+def load(source: str, seed: int, progress=print) -> Loaded:
+    """Loads the Hugging Face reference and builds our module with every output enabled.
+
+    Raises:
+        weights.SourceError: For a bad, broken or unreachable source.
+        StageError: For a GPT-2 variant our module does not implement.
+    """
+    from transformers.utils import logging as hf_logging
+
+    from .gpt2 import GPT2
+    from .weights import load_hf
+
+    hf_logging.disable_progress_bar()
+    weights = load_hf(source, seed)
+    try:
+        model = GPT2.from_hf(weights.model, output_attentions=True, output_hidden_states=True)
+    except ValueError as err:
+        raise StageError(f"{source}: {err}") from err
+    config = model.config
+    progress(f"{config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, "
+             f"{config.n_positions} positions, vocab {config.vocab_size}")
+    return Loaded(weights, model)
+
+
+def load_for(build: BuildDir, progress=print) -> Loaded:
+    """Reloads the models a build directory was made from (same source and seed)."""
+    record = build.record()
+    return load(record["source"], record.get("seed") or 0, progress)
+
+
+# ---------------------------------------------------------------- stages
+
+
+def run_build(build: BuildDir, loaded: Loaded, name: str, tokenizer_src: Path, progress=print) -> dict:
+    """Exports the fp32 reference graph and copies the tokenizer files; starts the record."""
+    import onnx
+
+    from .export import export_onnx, graph_io
+    from .tokenizer import check_vocab_size, find_tokenizer, write_tokenizer_files
+
+    weights, model = loaded.weights, loaded.model
+    tokenizer = find_tokenizer(weights.directory, tokenizer_src)
+    check_vocab_size(tokenizer, model.config.vocab_size)
+    build.work.mkdir(parents=True, exist_ok=True)
+    exported = export_onnx(model, build.reference, external_data=_parameter_bytes(model) > PROTOBUF_LIMIT)
+    progress(f"fp32 reference graph: {exported.bytes / 1e6:.1f} MB in {exported.seconds:.1f} s")
+    inputs, outputs = graph_io(onnx.load(str(build.reference), load_external_data=False))
+    files = write_tokenizer_files(tokenizer, build.root)
+    return build.update_record(
+        name=name,
+        source=weights.source,
+        kind=weights.kind,
+        seed=weights.seed,
+        random_weights=weights.random_weights,
+        config=model.config.to_dict(),
+        inputs=inputs,
+        outputs=outputs,
+        tokenizer={"origin": tokenizer.origin, "files": {role: p.name for role, p in files.items()}},
+        reference={"bytes": exported.bytes, "export_s": round(exported.seconds, 1)},
+        variants={},
+        validation={},
+        speed={},
+    )
+
+
+def _parameter_bytes(model) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def run_quantize(
+    build: BuildDir,
+    variants: list[str],
+    piece_bytes: int = package.PIECE_BYTES,
+    inline_bytes: int = package.INLINE_BYTES,
+    progress=print,
+) -> dict:
+    """Writes each variant as ``<variant>/model.onnx`` plus pieces; records sizes and times."""
+    import onnx
+
+    from .quantize import quantize_variant
+
+    record = build.record()
+    if not build.reference.is_file():
+        raise StageError(f"{build.reference} is missing; run `model-export build` first")
+    reference = onnx.load(str(build.reference))
+    done = dict(record.get("variants", {}))
+    for name in variants:
+        proto, result = quantize_variant(reference, name)
+        start = time.perf_counter()
+        files = package.save_variant(proto, build.variant_dir(name), piece_bytes, inline_bytes)
+        save_s = time.perf_counter() - start
+        sizes = [f.stat().st_size for f in files]
+        done[name] = {
+            "quantize_s": round(result.seconds, 1),
+            "save_s": round(save_s, 1),
+            "bytes": sum(sizes),
+            "files": len(files),
+            "largest_file": max(sizes),
+            "operators": result.operators,
+        }
+        progress(f"{name}: {sum(sizes) / 1e6:.1f} MB in {len(files)} file(s), {result.seconds:.1f} s")
+        del proto
+    return build.update_record(variants=done)
+
+
+def run_validate(build: BuildDir, loaded: Loaded, tolerances, variants: list[str] | None = None, progress=print):
+    """Runs every check; stores rows and metrics in the record (and the manifest, if any).
+
+    Returns:
+        The rows (``validate.CheckResult``).
+    """
+    from .runtime import OrtGPT2
+    from .validate import Distributions, check, compare_variant, teacher_forced_logits, text_tokens, validate_reference
+
+    record = build.record()
+    start = time.perf_counter()
+    rows = []
+    manifest_path = build.root / package.MANIFEST
+    if manifest_path.is_file():
+        progress("files against manifest.json")
+        manifest = package.read_manifest(build.root)
+        problems = package.file_mismatches(build.root, manifest) + package.layout_problems(build.root, manifest)
+        for problem in problems:
+            progress(f"    {problem}")
+        rows.append(check("files differing from manifest.json or breaking its layout", len(problems), 0, group="files"))
+    rows += validate_reference(loaded.model, loaded.weights.model, build.reference, tolerances, progress)
+
+    metrics = {}
+    names = build.built_variants() if variants is None else variants
+    if names:
+        config = loaded.model.config
+        tokens = text_tokens(build.root, config.n_positions)
+        reference = Distributions(teacher_forced_logits(OrtGPT2(build.reference, config), tokens)[:-1])
+        for name in names:
+            progress(f"{name} vs fp32 on the validation text ({len(tokens)} tokens)")
+            tol = tolerances.variants.get(name)
+            if tol is None:
+                raise StageError(f"no tolerances for variant {name!r}")
+            variant_rows, metrics[name] = compare_variant(
+                name, OrtGPT2(build.variant_graph(name), config), reference, tokens, tol
+            )
+            metrics[name]["passed"] = all(r.passed for r in variant_rows)
+            rows += variant_rows
+    seconds = time.perf_counter() - start
+    earlier = record.get("validation", {})
+    kept = [n for n in build.built_variants() if n not in metrics and n in earlier.get("metrics", {})]
+    build.update_record(validation={  # variants not compared this time keep their earlier results
+        "rows": [r.to_dict() for r in rows] + [r for r in earlier.get("rows", []) if r.get("group") in kept],
+        "metrics": {n: earlier["metrics"][n] for n in kept} | metrics,
+        "seconds": round(seconds, 1),
+    })
+    if manifest_path.is_file():
+        run_package(build, progress=lambda line: None)
+    return rows
+
+
+def run_package(build: BuildDir, progress=print) -> dict:
+    """Writes ``manifest.json`` from the record and the files on disk."""
+    record = build.record()
+    names = build.built_variants()
+    if not names:
+        raise StageError(f"{build.root} has no variants; run `model-export quantize --out {build.root}` first")
+    validation = record.get("validation", {})
+    metrics = validation.get("metrics", {})
+    entries = []
+    for name in names:
+        spec = VARIANTS[name]
+        outputs = [o.name for o in _graph_outputs(build.variant_graph(name))]
+        entries.append(
+            package.variant_entry(name, spec.dtype, list(spec.backends), outputs, build.root, metrics.get(name))
+        )
+    reference_rows = [r for r in validation.get("rows", []) if r.get("group") in ("torch", "fp32")]
+    manifest = package.build_manifest(
+        name=record["name"],
+        source=record["source"],
+        seed=record.get("seed"),
+        random_weights=record["random_weights"],
+        config=record["config"],
+        inputs=record["inputs"],
+        outputs=record["outputs"],
+        variants=entries,
+        tokenizer={role: build.root / file for role, file in record["tokenizer"]["files"].items()},
+        validation=reference_rows,
+        root=build.root,
+    )
+    path = package.write_manifest(build.root, manifest)
+    progress(f"{path}: {len(entries)} variant(s), " + ", ".join(f"{v['name']} {v['bytes'] / 1e6:.1f} MB" for v in entries))
+    return manifest
+
+
+def _graph_outputs(path: Path):
+    import onnx
+
+    return onnx.load(str(path), load_external_data=False).graph.output
+
+
+def run_report(
+    build: BuildDir,
+    runs: int = 5,
+    new_tokens: int = 64,
+    threads: int | None = None,
+    attention_cost: bool = False,
+    attention_repeats: int = 5,
+    progress=print,
+) -> dict:
+    """Measures decoding speed (and optionally the attention-output cost); writes the reports."""
+    from .measure import attention_cost as measure_attention_cost
+    from .measure import speed_table
+    from .report import write_reports
+
+    record = build.record()
+    config = config_of(record)
+    paths = {"fp32": build.reference, **{name: build.variant_graph(name) for name in build.built_variants()}}
+    speed = speed_table(paths, config, runs, new_tokens, threads, progress)
+    changes = {"speed": {"runs": runs, "new_tokens": new_tokens, "threads": threads, "variants": speed}}
+    if attention_cost:
+        changes["attention_cost"] = measure_attention_cost(
+            build.reference, config, build.work / "attention-cost", attention_repeats, 1, progress
+        )
+    record = build.update_record(**changes)
+    manifest = package.read_manifest(build.root) if (build.root / package.MANIFEST).is_file() else None
+    return write_reports(build.root, record, manifest)
+
+
+def replace_directory(new: Path, final: Path) -> None:
+    """Moves a finished build to its final place, replacing an older build there.
+
+    Two renames: the old directory is out of the way for an instant only, never half written.
+    """
+    final = Path(final)
+    old = final.with_name(f".{final.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if final.exists():
+        final.rename(old)
+    Path(new).rename(final)
+    if old.exists():
+        shutil.rmtree(old)
