@@ -22,11 +22,19 @@
  */
 import { vendorURL } from "./paths.js";
 import { fetchVerified } from "./download.js";
-import { chooseVariant, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
+import { rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
 
 const ORT_URL = new URL("ort/", vendorURL).href;
+
+/**
+ * onnxruntime-web bundle per backend. The WebGPU bundle (built with asyncify) is the one
+ * that gave correct WebGPU logits, but the WASM backend runs several times faster from
+ * the plain threaded build: per GPT-2-small token, 0.15 s against 2.3 s (q8) and
+ * 0.14 s against 0.59 s (fp32), one thread, on this project's 2-core test machine.
+ */
+const ORT_BUNDLES = { webgpu: "ort.webgpu.min.mjs", wasm: "ort.wasm.min.mjs" };
 
 let ort = null;
 let model = null; // {session, config, backend, variant, threads, outputs, presentNames, kvOnGpu}
@@ -71,9 +79,9 @@ function threadCount(requested) {
   return Math.max(1, requested || Math.min(4, cores));
 }
 
-async function importOrt(threads) {
+async function importOrt(backend, threads) {
   if (ort) return ort;
-  ort = await import(new URL("ort.webgpu.min.mjs", ORT_URL).href);
+  ort = await import(new URL(ORT_BUNDLES[backend], ORT_URL).href);
   ort.env.wasm.wasmPaths = ORT_URL;
   ort.env.logLevel = "error"; // ORT's node-placement warnings are not page errors
   ort.env.wasm.numThreads = threads; // ORT would pick 1 on a 2-core machine
@@ -104,52 +112,85 @@ async function readManifest(url) {
   return response.json();
 }
 
-async function load({ manifestUrl, backend: requested, fallback = false, variant: forced, threads: wanted, needs = [], download = {} }) {
-  const started = performance.now();
-  progress("runtime", "Loading onnxruntime-web…");
-  const threads = threadCount(wanted);
-  await importOrt(threads);
-  const { backend, shaderF16 } = await pickBackend(requested, fallback);
-  const manifest = await readManifest(manifestUrl);
-  const variant = chooseVariant(manifest, backend, { variant: forced, shaderF16, needs });
-  const { graph, data } = variantFiles(variant);
-  const tokenizerFiles = [manifest.tokenizer.vocab, manifest.tokenizer.merges];
-
-  const notices = [];
-  const fetched = await fetchVerified([graph, ...data, ...tokenizerFiles], {
-    baseUrl: manifestUrl,
-    onProgress: (p) => progress(p.stage, p.message, p),
-    onNotice: (message) => {
-      notices.push(message);
-      self.postMessage({ type: "notice", message });
-    },
-    ...download,
-  });
-  const downloaded = performance.now();
-
-  progress("session", `Creating the ${backend === "webgpu" ? "WebGPU" : "WASM"} session…`);
-  const outputs = variantOutputs(manifest, variant);
-  const presentNames = [];
-  for (let i = 0; i < manifest.config.n_layer; i++) presentNames.push(`present.${i}.key`, `present.${i}.value`);
-  // On WebGPU the KV cache stays in GPU memory from one step to the next.
-  const kvOnGpu = backend === "webgpu";
+/** Session options for a variant whose pieces are in `files` (path -> bytes). */
+function sessionOptions(backend, data, files, presentNames) {
   const options = {
     executionProviders: [backend],
     graphOptimizationLevel: "all",
     logSeverityLevel: 3,
-    externalData: data.map((piece) => ({ path: piece.location, data: fetched.files.get(piece.path) })),
+    externalData: data.map((piece) => ({ path: piece.location, data: files.get(piece.path) })),
   };
-  if (kvOnGpu) options.preferredOutputLocation = Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"]));
-  let session;
+  // On WebGPU the KV cache stays in GPU memory from one step to the next.
+  if (backend === "webgpu") options.preferredOutputLocation = Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"]));
+  return options;
+}
+
+async function load({ manifestUrl, backend: requested, fallback = false, variant: forced, threads: wanted, needs = [], download = {} }) {
+  const started = performance.now();
+  const picked = await pickBackend(requested, fallback);
+  let { backend } = picked;
+  const { shaderF16 } = picked;
+  progress("runtime", "Loading onnxruntime-web…");
+  const threads = threadCount(wanted);
+  await importOrt(backend, threads);
+  const manifest = await readManifest(manifestUrl);
+  const tokenizerFiles = [manifest.tokenizer.vocab, manifest.tokenizer.merges];
+  const presentNames = [];
+  for (let i = 0; i < manifest.config.n_layer; i++) presentNames.push(`present.${i}.key`, `present.${i}.value`);
+
+  const notices = [];
+  const notice = (message) => {
+    notices.push(message);
+    self.postMessage({ type: "notice", message });
+  };
+  let bytes = { fromCache: 0, fromNetwork: 0 };
+  let fetched = null;
+  let downloaded = started;
+
+  /** Download and open the best variant for `target` that onnxruntime-web accepts. */
+  const open = async (target) => {
+    const where = target === "webgpu" ? "WebGPU" : "WASM";
+    const candidates = rankVariants(manifest, target, { variant: forced, shaderF16, needs });
+    for (const candidate of candidates) {
+      const { graph, data } = variantFiles(candidate);
+      fetched = await fetchVerified([graph, ...data, ...tokenizerFiles], {
+        baseUrl: manifestUrl,
+        onProgress: (p) => progress(p.stage, p.message, p),
+        onNotice: notice,
+        ...download,
+      });
+      bytes = { fromCache: bytes.fromCache + fetched.fromCache, fromNetwork: bytes.fromNetwork + fetched.fromNetwork };
+      downloaded = performance.now();
+      progress("session", `Creating the ${where} session…`);
+      try {
+        const session = await ort.InferenceSession.create(fetched.files.get(graph.path), sessionOptions(target, data, fetched.files, presentNames));
+        return { session, variant: candidate };
+      } catch (err) {
+        const reason = String((err && err.message) || err).slice(0, 300);
+        if (candidate === candidates[candidates.length - 1]) {
+          throw tagged(`onnxruntime-web could not create the ${candidate.name} session on ${where}: ${reason}`, "session");
+        }
+        notice(`The ${candidate.name} weights do not run on ${where} in this browser (${reason}), so the next variant is used.`);
+      }
+    }
+    throw tagged(`The model has no variant for ${where}.`, "session"); // rankVariants never returns an empty list
+  };
+
+  let opened;
   try {
-    session = await ort.InferenceSession.create(fetched.files.get(graph.path), options);
+    opened = await open(backend);
   } catch (err) {
-    throw tagged(`onnxruntime-web could not create the ${variant.name} session on ${backend}: ${err.message || err}`, "session");
+    // "auto" chose WebGPU, but nothing runs there: the CPU is slower but works.
+    if (!(fallback && backend === "webgpu" && err.kind === "session")) throw err;
+    notice(`WebGPU could not run this model in this browser (${err.message}), so it runs on the CPU (WASM) instead.`);
+    backend = "wasm";
+    opened = await open(backend);
   }
-  const sessionOutputs = new Set(session.outputNames || outputs);
+  const { session, variant } = opened;
+  const outputs = new Set(session.outputNames || variantOutputs(manifest, variant));
   model = {
     session, config: manifest.config, backend, variant: variant.name, threads: backend === "wasm" ? threads : null,
-    outputs: [...sessionOutputs], presentNames, kvOnGpu,
+    outputs: [...outputs], presentNames, kvOnGpu: backend === "webgpu",
   };
   const ready = performance.now();
   progress("ready", "Model ready");
@@ -167,7 +208,7 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
       attentions: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.attentions).length > 0,
       hiddenStates: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.hiddenStates).length > 0,
     },
-    bytes: { total: fetched.fromCache + fetched.fromNetwork, fromCache: fetched.fromCache, fromNetwork: fetched.fromNetwork },
+    bytes: { total: bytes.fromCache + bytes.fromNetwork, ...bytes },
     storage: fetched.storage,
     notices,
     timings: { downloadMs: downloaded - started, sessionMs: ready - downloaded },

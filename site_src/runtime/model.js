@@ -18,12 +18,14 @@
  *
  * A module Web Worker (`model-worker.js`) owns the onnxruntime-web session; there is
  * one worker, one download and one session per model, backend, variant and thread
- * count, shared by every widget on the page. A failed load is forgotten, so calling
+ * count, shared by every widget on the page (also on a course page on another origin that
+ * imported the widgets from this site). A failed load is forgotten, so calling
  * `loadModel` again retries it (files already verified come from Cache Storage).
  * @module model
  */
 import { modelsURL } from "./paths.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
+import { createModuleWorker } from "./worker.js";
 
 const loaded = new Map();
 
@@ -179,7 +181,8 @@ class ModelHandle {
 }
 
 function workerChannel({ onProgress, onNotice }) {
-  const worker = new Worker(new URL("./model-worker.js", import.meta.url), { type: "module" });
+  // createModuleWorker also works when a course page on another origin imported the widgets.
+  const worker = createModuleWorker(new URL("./model-worker.js", import.meta.url));
   const pending = new Map();
   let nextId = 1;
   worker.onmessage = ({ data }) => {

@@ -6,6 +6,7 @@
  *   prompt    initial text, default "The Transformer is a"
  *   backend   "auto" (WebGPU when an adapter exists, else WASM), "webgpu" or "wasm"
  *   model     a model name under models/ (default: the site's default model)
+ *   variant   a weight variant of the model ("q4", "q8", ...); default: the best for the backend
  *
  * A download that fails (missing, truncated or corrupted file, stalled server) shows
  * its message and a Retry button; files already checked come from Cache Storage.
@@ -66,6 +67,7 @@ class TxNextToken extends TxElement {
     try {
       const model = await loadModel({
         model: this.getAttribute("model") || undefined,
+        variant: this.getAttribute("variant") || undefined,
         backend: this.$("select").value,
         onProgress: this.onProgress,
       });

@@ -1,0 +1,104 @@
+/**
+ * Reading the model manifest written by `model-export`: which variant (precision and
+ * file layout) to load on a backend, and which of its files are the graph and which
+ * are external-data pieces.
+ *
+ * A variant looks like
+ *
+ *   {"name": "q4", "dtype": "int4", "backends": ["webgpu", "wasm"],
+ *    "outputs": ["logits", "present.0.key", ..., "attentions.0", ...],
+ *    "files": [{"path": "q4/model.onnx", "bytes", "sha256", "role": "graph"},
+ *              {"path": "q4/model.onnx.data.0", "bytes", "sha256", "role": "data"}, ...]}
+ *
+ * with exactly one graph file (a file without `role` is the graph: older manifests have
+ * one single-file variant) and any number of data pieces. The manifest may also name
+ * `default_variants: {"webgpu": "...", "wasm": "..."}`.
+ * @module variants
+ */
+
+/**
+ * Preference when the manifest names no default (or its default does not fit).
+ * WebGPU: 4-bit weights are the usual format there; fp16 needs the `shader-f16` feature.
+ * WASM: q8 first. Measured with bench/browser.py (GPT-2-small shape, one thread, a
+ * busy 2-core machine): q8 decodes 11.8 tokens/s, fp32 9.3 and q4 1.6 (onnxruntime-web's
+ * 4-bit matrix products are slow in WASM), and q8 downloads at a third of fp32's size.
+ */
+export const PREFERENCE = {
+  webgpu: ["q4", "fp16", "fp32", "q8"],
+  wasm: ["q8", "fp32", "q4", "fp16"],
+};
+
+/** Output-name prefixes of the optional graph outputs. */
+export const OPTIONAL_OUTPUTS = { attentions: "attentions.", hiddenStates: "hidden_states." };
+
+/** Output names of a variant: its own list, else the manifest's graph signature. */
+export function variantOutputs(manifest, variant) {
+  if (Array.isArray(variant.outputs)) return variant.outputs.map((o) => (typeof o === "string" ? o : o.name));
+  return (manifest.outputs || []).map((o) => (typeof o === "string" ? o : o.name));
+}
+
+/** Names with a prefix, ordered by the layer number after it (`attentions.2` < `attentions.10`). */
+export function outputsWithPrefix(names, prefix) {
+  return names.filter((n) => n.startsWith(prefix)).sort((a, b) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length)));
+}
+
+/**
+ * Every variant that can run on `backend`, best first: the manifest's default for the
+ * backend, then PREFERENCE, then the rest in manifest order. The runtime loads the
+ * first and falls back to the next when onnxruntime-web cannot create its session.
+ * @param {object} manifest the parsed manifest.json
+ * @param {"webgpu"|"wasm"} backend
+ * @param {{variant?: string, shaderF16?: boolean, needs?: ("attentions"|"hiddenStates")[]}} [options]
+ *   `variant` forces a name (then the list has just that one); `needs` keeps only
+ *   variants that have those outputs
+ * @returns {object[]} manifest variant entries
+ */
+export function rankVariants(manifest, backend, { variant, shaderF16 = false, needs = [] } = {}) {
+  const variants = manifest.variants || [];
+  const has = (v) => needs.every((need) => variantOutputs(manifest, v).some((n) => n.startsWith(OPTIONAL_OUTPUTS[need])));
+  const where = backend === "webgpu" ? "WebGPU" : "WASM";
+  if (variant) {
+    const found = variants.find((v) => v.name === variant);
+    if (!found) throw new Error(`The model has no variant "${variant}"; it has ${variants.map((v) => v.name).join(", ")}.`);
+    if (!found.backends.includes(backend)) throw new Error(`The ${variant} variant does not run on ${where}.`);
+    if (!has(found)) throw new Error(`The ${variant} variant lacks the outputs this widget needs (${needs.join(", ")}).`);
+    return [found];
+  }
+  const usable = variants.filter((v) => v.backends.includes(backend) && has(v) && (backend !== "webgpu" || v.name !== "fp16" || shaderF16));
+  if (usable.length === 0) {
+    const what = needs.length ? ` with ${needs.join(" and ")} outputs` : "";
+    throw new Error(`The model has no variant${what} for ${where}.`);
+  }
+  const order = [manifest.default_variants?.[backend], ...(PREFERENCE[backend] || [])];
+  const rank = (v) => {
+    const i = order.indexOf(v.name);
+    return i < 0 ? order.length : i;
+  };
+  return usable.map((v, i) => [rank(v), i, v]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).map(([, , v]) => v);
+}
+
+/**
+ * Pick the variant to load: the first of `rankVariants`.
+ * @returns {object} the manifest's variant entry
+ */
+export function chooseVariant(manifest, backend, options = {}) {
+  return rankVariants(manifest, backend, options)[0];
+}
+
+/**
+ * Split a variant's files into its graph and its external-data pieces.
+ * Each piece gets `location`: its path relative to the graph's folder, which is the
+ * name the graph's external-data entries use and what onnxruntime-web's `externalData`
+ * option expects as `path`.
+ * @returns {{graph: object, data: object[]}}
+ */
+export function variantFiles(variant) {
+  const graphs = variant.files.filter((f) => (f.role || "graph") === "graph");
+  if (graphs.length !== 1) throw new Error(`The ${variant.name} variant lists ${graphs.length} graph files; it needs exactly one.`);
+  const [graph] = graphs;
+  const folder = graph.path.includes("/") ? graph.path.slice(0, graph.path.lastIndexOf("/") + 1) : "";
+  const data = variant.files
+    .filter((f) => f.role === "data")
+    .map((f) => ({ ...f, location: folder && f.path.startsWith(folder) ? f.path.slice(folder.length) : f.path }));
+  return { graph, data };
+}

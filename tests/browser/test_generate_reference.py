@@ -1,0 +1,251 @@
+"""The Python reference for the browser runtime's generation, and its own checks.
+
+`tests/browser/test_generate.py` and `test_runtime.py` compare what the browser shows
+with what this module computes on the same model files:
+
+* :class:`Mulberry32` and :func:`sample_token` are written from the specification in
+  ``site_src/runtime/rng.js`` and ``sampler.js`` (same arithmetic, same order of
+  summation), so a seed gives the same tokens here and there;
+* :class:`OrtGPT2` runs the served ONNX graph with onnxruntime (CPU) and a KV cache,
+  one prefill then one-token steps, like ``model-worker.js``.
+
+The tests in this file need no browser: they pin the generator's outputs, check the
+sampler's rules, and run the JavaScript sampler under node on many random logit
+vectors to show that both implementations pick the same tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MASK = 0xFFFFFFFF
+
+# Variants whose logits in the browser match onnxruntime in Python to ~1e-6. q8 quantizes
+# activations on the fly, and its int8 kernels round differently on x86 and in WASM: its
+# logits differ by ~1e-2 (GPT-2 small shape), too much to compare token choices exactly.
+EXACT_VARIANTS = ("fp32", "q4")
+
+# Outputs of `new Rng(seed).random()` in site_src/runtime/rng.js (node 20, also tests/js/runtime.test.js).
+JS_RANDOM = {42: [0.6011037487409305, 0.8524657984803172], 0: [0.26642920822150806, 0.22327202667446544]}
+
+
+# ----------------------------------------------------------------------------
+# the reference: random numbers, sampling, and the model with a KV cache
+
+
+def _imul(a: int, b: int) -> int:
+    """JavaScript's Math.imul on unsigned 32-bit patterns."""
+    return (a * b) & MASK
+
+
+class Mulberry32:
+    """The runtime's seeded generator (rng.js): Mulberry32, 53-bit doubles from two outputs."""
+
+    def __init__(self, seed: int):
+        self.state = seed & MASK
+
+    def next_uint32(self) -> int:
+        self.state = (self.state + 0x6D2B79F5) & MASK
+        t = self.state
+        t = _imul(t ^ (t >> 15), t | 1)
+        t = (t ^ ((t + _imul(t ^ (t >> 7), t | 61)) & MASK)) & MASK
+        return (t ^ (t >> 14)) & MASK
+
+    def random(self) -> float:
+        a = self.next_uint32() >> 5
+        b = self.next_uint32() >> 6
+        return (a * 67108864 + b) / 9007199254740992
+
+
+def sample_token(logits: np.ndarray, temperature: float, top_k: int, top_p: float, rng: Mulberry32) -> int:
+    """Next token id by the rules of sampler.js, step for step.
+
+    Args:
+        logits: (V,) float32 or float64 scores.
+        temperature: 0 for greedy, else > 0.
+        top_k: 0 for off.
+        top_p: 1 for off.
+        rng: the generator; one draw per sampled token (none for greedy).
+    """
+    z = np.asarray(logits, dtype=np.float64)  # (V,)
+    V = z.size
+    if temperature == 0:
+        return int(np.argmax(z))  # first of tied maxima
+    scaled = (z - z.max()) / temperature  # (V,) <= 0
+    weights = np.exp(scaled)  # (V,)
+    floor = -math.inf
+    if 0 < top_k < V:
+        floor = float(np.sort(scaled)[V - top_k])  # k-th largest; ties with it survive
+    if top_p < 1:
+        candidates = scaled >= floor
+        total = float(np.cumsum(weights[candidates])[-1])  # sequential sum in id order
+        bound = top_p * total
+        values = np.sort(scaled[candidates])[::-1]  # most likely first
+        before = np.concatenate([[0.0], np.cumsum(np.exp(values))[:-1]])  # mass ahead of each value
+        reached = np.flatnonzero(before >= bound)
+        count = int(reached[0]) if reached.size else values.size
+        floor = float(values[count - 1])
+    keep = (scaled >= floor) & (weights > 0)
+    ids = np.flatnonzero(keep)
+    running = np.cumsum(weights[ids])  # id order
+    target = rng.random() * float(running[-1])
+    j = int(np.searchsorted(running, target, side="right"))  # first running total above the target
+    return int(ids[min(j, ids.size - 1)])
+
+
+def model_probability(logits: np.ndarray, token: int) -> float:
+    """softmax(logits)[token] at temperature 1, float64."""
+    z = np.asarray(logits, dtype=np.float64)
+    e = np.exp(z - z.max())
+    return float(e[token] / e.sum())
+
+
+class OrtGPT2:
+    """The served graph in onnxruntime (CPU), with the worker's feeds and KV cache."""
+
+    def __init__(self, graph_path: Path, config: dict):
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        self.session = ort.InferenceSession(str(graph_path), options, providers=["CPUExecutionProvider"])
+        self.config = config
+        self.outputs = [o.name for o in self.session.get_outputs()]
+        self.present = [f"present.{i}.{kv}" for i in range(config["n_layer"]) for kv in ("key", "value")]
+
+    def _feeds(self, ids: list[int], past_length: int, past: list[np.ndarray] | None) -> dict:
+        cfg = self.config
+        head_dim = cfg["n_embd"] // cfg["n_head"]
+        feeds = {
+            "input_ids": np.array([ids], dtype=np.int64),
+            "attention_mask": np.ones((1, past_length + len(ids)), dtype=np.int64),
+            "position_ids": np.arange(past_length, past_length + len(ids), dtype=np.int64)[None],
+        }
+        for k, name in enumerate(self.present):
+            feeds[name.replace("present.", "past_key_values.")] = (
+                past[k] if past is not None else np.zeros((1, cfg["n_head"], 0, head_dim), np.float32))
+        return feeds
+
+    def run(self, ids: list[int], names: list[str]) -> dict[str, np.ndarray]:
+        """Outputs `names` of one prefill over `ids` (empty cache)."""
+        return dict(zip(names, self.session.run(names, self._feeds(ids, 0, None))))
+
+    def logits(self, ids: list[int]) -> np.ndarray:
+        """(T, V) logits of a prefill over `ids`."""
+        return self.run(ids, ["logits"])["logits"][0]
+
+    def generate(self, ids: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_k: int = 0,
+                 top_p: float = 1.0, seed: int = 0, stop_at_eos: bool = True) -> list[tuple[int, float]]:
+        """(token id, model probability) pairs, as model-worker.js produces them."""
+        cfg = self.config
+        rng = Mulberry32(seed)
+        limit = min(max_new_tokens, cfg["n_positions"] - len(ids))
+        out = self.session.run(["logits", *self.present], self._feeds(ids, 0, None))
+        logits, past = out[0][0, -1], out[1:]
+        tokens = []
+        for n in range(limit):
+            token = sample_token(logits, temperature, top_k, top_p, rng)
+            tokens.append((token, model_probability(logits, token)))
+            if (stop_at_eos and token == cfg["eos_token_id"]) or n == limit - 1:
+                break
+            out = self.session.run(["logits", *self.present], self._feeds([token], len(ids) + n, past))
+            logits, past = out[0][0, -1], out[1:]
+        return tokens
+
+
+def exact_variant(manifest: dict, backend: str) -> str:
+    """The variant to compare exactly on `backend`: fp32 or q4 when the model has them."""
+    names = [v["name"] for v in manifest["variants"] if backend in v["backends"]]
+    for name in EXACT_VARIANTS:
+        if name in names:
+            return name
+    return manifest.get("default_variants", {}).get(backend) or names[0]
+
+
+def graph_path(model_dir: Path, manifest: dict, variant_name: str) -> Path:
+    """Path of a variant's graph file (the data pieces sit beside it)."""
+    variant = next(v for v in manifest["variants"] if v["name"] == variant_name)
+    return model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
+
+
+# ----------------------------------------------------------------------------
+# checks of the reference itself (no browser)
+
+
+def test_generator_matches_the_javascript_outputs():
+    for seed, values in JS_RANDOM.items():
+        rng = Mulberry32(seed)
+        assert [rng.random() for _ in values] == values
+
+
+def test_generator_is_uniform_enough():
+    rng = Mulberry32(7)
+    draws = np.array([rng.random() for _ in range(20000)])
+    assert draws.min() >= 0 and draws.max() < 1
+    assert abs(draws.mean() - 0.5) < 0.01
+    assert np.histogram(draws, bins=10, range=(0, 1))[0].min() > 1800
+
+
+def test_sampler_rules_on_a_small_vector():
+    logits = np.array([1.0, 3.0, 3.0, 2.0, -1.0], dtype=np.float32)
+    rng = Mulberry32(1)
+    assert sample_token(logits, 0, 0, 1, rng) == 1  # greedy: first of the tied maxima
+    assert {sample_token(logits, 1.0, 1, 1.0, rng) for _ in range(50)} == {1, 2}  # top-k keeps the tie
+    assert {sample_token(logits, 1.0, 0, 1e-6, rng) for _ in range(50)} == {1, 2}  # top-p keeps the tie too
+    assert {sample_token(logits, 1.0, 3, 1.0, rng) for _ in range(200)} == {1, 2, 3}
+    assert {sample_token(logits, 100.0, 0, 1.0, rng) for _ in range(400)} == {0, 1, 2, 3, 4}
+    # top-p: softmax of [3, 3, 2, 1, -1] ~ [.39, .39, .14, .05, .01]; p = 0.8 needs three tokens
+    assert {sample_token(logits, 1.0, 0, 0.8, rng) for _ in range(300)} == {1, 2, 3}
+
+
+def test_sampler_frequencies_follow_the_probabilities():
+    logits = np.log(np.array([0.5, 0.3, 0.2]))
+    rng = Mulberry32(3)
+    counts = np.bincount([sample_token(logits, 1.0, 0, 1.0, rng) for _ in range(6000)], minlength=3)
+    assert counts / counts.sum() == pytest.approx([0.5, 0.3, 0.2], abs=0.025)
+
+
+NODE_SCRIPT = """
+import { readFileSync } from "node:fs";
+import { Rng } from "./site_src/runtime/rng.js";
+import { sampleToken } from "./site_src/runtime/sampler.js";
+const cases = JSON.parse(readFileSync(0, "utf8"));
+const out = cases.map(({ logits, options, seed, draws }) => {
+  const rng = new Rng(seed);
+  const x = Float32Array.from(logits);
+  return Array.from({ length: draws }, () => sampleToken(x, options, rng).id);
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_python_and_javascript_samplers_pick_the_same_tokens():
+    gen = np.random.default_rng(0)
+    settings = [(0.0, 0, 1.0), (1.0, 0, 1.0), (0.7, 40, 1.0), (1.3, 0, 0.9), (0.9, 50, 0.95), (2.0, 0, 0.5), (1.0, 1, 1.0)]
+    cases = []
+    for i, (temperature, top_k, top_p) in enumerate(settings * 3):
+        V = [50257, 1000, 7][i % 3]
+        scale = [0.05, 1.0, 4.0][(i // 3) % 3]  # nearly flat (random weights) to peaked
+        logits = (gen.standard_normal(V) * scale).astype(np.float32)
+        if i % 2:
+            logits[gen.integers(0, V, 3)] = logits.max()  # ties at the top
+        cases.append({"logits": logits.tolist(), "seed": 1000 + i, "draws": 6,
+                      "options": {"temperature": temperature, "topK": min(top_k, V), "topP": top_p}})
+    done = subprocess.run(["node", "--input-type=module", "-e", NODE_SCRIPT], input=json.dumps(cases),
+                          capture_output=True, text=True, cwd=ROOT, check=True, timeout=120)
+    javascript = json.loads(done.stdout)
+    for case, js_ids in zip(cases, javascript):
+        rng = Mulberry32(case["seed"])
+        o = case["options"]
+        logits = np.array(case["logits"], dtype=np.float32)
+        python_ids = [sample_token(logits, o["temperature"], o["topK"], o["topP"], rng) for _ in range(case["draws"])]
+        assert python_ids == js_ids, o
