@@ -20,7 +20,9 @@
   function improveAccessibility() {
     const search = document.querySelector(".md-search");
     if (search && !search.hasAttribute("aria-label")) search.setAttribute("aria-label", "Search the book");
-    const scrollable = document.querySelectorAll(".md-typeset__scrollwrap, .md-typeset div.arithmatex, .md-typeset pre > code");
+    // Code blocks may overflow later (widgets fill some in): make them all focusable.
+    for (const el of document.querySelectorAll(".md-typeset pre > code:not([tabindex])")) el.setAttribute("tabindex", "0");
+    const scrollable = document.querySelectorAll(".md-typeset__scrollwrap, .md-typeset div.arithmatex");
     for (const el of scrollable) {
       if (el.scrollWidth > el.clientWidth + 1 && !el.hasAttribute("tabindex")) {
         el.setAttribute("tabindex", "0");

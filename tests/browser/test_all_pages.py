@@ -52,6 +52,8 @@ def site_pages(site: Path = SITE) -> list[str]:
         rel = file.relative_to(site).as_posix()
         if rel.startswith("assets/"):
             continue  # vendored runtime files, not pages
+        if rel.startswith("embed/"):
+            continue  # bare iframe pages without the theme: tests/browser/test_embed.py opens each
         paths.append(rel.removesuffix("index.html"))
     return sorted(paths, key=lambda p: (p != "", p))  # the home page first
 

@@ -108,7 +108,7 @@ class TxEmbedBuilder extends HTMLElement {
         .tx-builder fieldset { border: 1px solid var(--md-default-fg-color--lightest); padding: 0.4em 0.8em; }
         .tx-attrs label { display: block; margin: 0.4em 0; }
         .tx-attrs input[type=text] { width: 16em; margin-left: 0.5em; }
-        .tx-attrs small { display: block; color: var(--md-default-fg-color--light); }
+        .tx-attrs small { display: block; color: var(--md-default-fg-color); }
         pre.tx-snippet code { white-space: pre-wrap; word-break: break-all; }
       </style>`;
     this.form = this.querySelector("form");
