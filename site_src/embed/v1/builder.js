@@ -170,6 +170,7 @@ class TxEmbedBuilder extends HTMLElement {
     this.querySelector(".tx-iframe").textContent = iframe;
     this.dataset.script = script;
     this.dataset.iframe = iframe;
+    this.dataset.state = "ready"; // snippets are written; the preview iframe loads on its own
     const src = frameUrl(tag, attributes, theme);
     if (this.dataset.src !== src) {
       this.dataset.src = src;
