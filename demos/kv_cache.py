@@ -26,6 +26,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import bad_leaf as _bad_leaf
+
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
 # Model shapes for the widget. GPT-2 small is MHA; the GQA variant of the
@@ -57,21 +59,6 @@ def _as_dtype(dtype):
     if dtype not in BYTES_PER_VALUE:
         raise ValueError(f"dtype must be one of {', '.join(BYTES_PER_VALUE)}, got {dtype!r}.")
     return BYTES_PER_VALUE[dtype]
-
-
-def _bad_leaf(x):
-    """`(entry,)` for the first entry of a nested list that is not a real number (bools count), else `()`."""
-    stack = [x]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        elif isinstance(item, np.ndarray):
-            if item.dtype.kind not in "iuf":
-                return (item,)
-        elif isinstance(item, bool) or not isinstance(item, numbers.Real):
-            return (item,)
-    return ()
 
 
 def _as_heads(q, k, v):

@@ -34,6 +34,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import bad_leaf as _bad_leaf
+
 Matrix = Sequence[Sequence[float]]  # rows of numbers, e.g. T token vectors of width d
 
 MAX_EXPERTS = 512
@@ -97,21 +99,6 @@ def _as_array(name, x, ndim):
     if not np.isfinite(a).all():
         raise ValueError(f"{name} contains NaN or infinity; every entry must be finite.")
     return a
-
-
-def _bad_leaf(x):
-    """`(entry,)` for the first entry of a nested list that is not a real number (bools count), else `()`."""
-    stack = [x]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        elif isinstance(item, np.ndarray):
-            if item.dtype.kind not in "iuf":
-                return (item,)
-        elif isinstance(item, bool) or not isinstance(item, numbers.Real):
-            return (item,)
-    return ()
 
 
 def _as_probs(probs):
