@@ -37,7 +37,9 @@ GRAPH_FILE = "model.onnx"
 PIECE_BYTES = 40_000_000
 INLINE_BYTES = 5_000_000
 SMALL_TENSOR_BYTES = 1024  # shape constants and the like stay inside the graph
-DEFAULT_VARIANTS = {"webgpu": "q4", "wasm": "q8"}
+DEFAULT_VARIANTS = {"webgpu": "q4", "wasm": "q4x"}
+INDEX_FILE = "expand.json"  # compact variants (see compact.py): how to build the data pieces
+PACKED_PREFIX = "packed."
 
 
 def piece_name(index: int) -> str:
@@ -155,11 +157,26 @@ def file_entry(path: str | Path, root: str | Path, role: str | None = None) -> d
     return entry
 
 
+def _numbered(directory: Path, prefix: str) -> list[Path]:
+    return sorted(directory.glob(f"{prefix}*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+
+
 def variant_files(directory: str | Path) -> list[Path]:
-    """A variant directory's files in load order: the graph, then the pieces by number."""
+    """A variant directory's files in load order: the graph, then the pieces by number (for a
+    compact variant: the graph, its index, then its packed pieces)."""
     directory = Path(directory)
-    pieces = sorted(directory.glob(f"{GRAPH_FILE}.data.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
-    return [directory / GRAPH_FILE, *pieces]
+    if (directory / INDEX_FILE).is_file():
+        return [directory / GRAPH_FILE, directory / INDEX_FILE, *_numbered(directory, PACKED_PREFIX)]
+    return [directory / GRAPH_FILE, *_numbered(directory, f"{GRAPH_FILE}.data.")]
+
+
+def file_role(path: Path) -> str:
+    """``graph``, ``data`` (external-data piece), ``index`` or ``packed`` (compact variants)."""
+    if path.name == GRAPH_FILE:
+        return "graph"
+    if path.name == INDEX_FILE:
+        return "index"
+    return "packed" if path.name.startswith(PACKED_PREFIX) else "data"
 
 
 def variant_entry(
@@ -179,7 +196,7 @@ def variant_entry(
         The manifest entry.
     """
     paths = variant_files(Path(root) / name)
-    files = [file_entry(p, root, "graph" if p.name == GRAPH_FILE else "data") for p in paths]
+    files = [file_entry(p, root, file_role(p)) for p in paths]
     return {
         "name": name,
         "dtype": dtype,
@@ -344,6 +361,12 @@ def layout_problems(out_dir: str | Path, manifest: dict, piece_bytes: int = PIEC
         data = [f for f in variant["files"] if f.get("role") == "data"]
         if len(graphs) != 1:
             problems.append(f"{variant['name']}: {len(graphs)} graph files (expected 1)")
+            continue
+        if any(f.get("role") == "index" for f in variant["files"]):
+            from .compact import index_problems
+
+            directory = (Path(out_dir) / graphs[0]["path"]).parent
+            problems += [f"{variant['name']}: {p}" for p in index_problems(directory, piece_bytes)]
             continue
         problems += [f"{f['path']}: {f['bytes']} bytes > {piece_bytes}" for f in data if f["bytes"] > piece_bytes]
         graph_dir = Path(graphs[0]["path"]).parent

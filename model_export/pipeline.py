@@ -12,7 +12,9 @@ Layout of a build directory (everything but ``.build/`` is what the site serves)
     manifest.json  report.json  report.md
     vocab.json  merges.txt  TOKENIZER_NOTICE.txt
     q4/model.onnx  q4/model.onnx.data.0 ...     (and q8/, fp16/)
+    q4x/model.onnx  q4x/expand.json  q4x/packed.0 ...   (4-bit download, fp32 compute)
     .build/reference.onnx     the fp32 graph, the reference for every comparison (not shipped)
+    .build/q4x-expanded.onnx  q4x expanded as the browser expands it (validation, reports)
     .build/record.json        what each stage did: provenance, times, validation rows, speeds
 
 The site build skips dot-directories, so the reference (500 MB for GPT-2 small) never reaches
@@ -73,6 +75,16 @@ class BuildDir:
     def variant_graph(self, name: str) -> Path:
         """Graph file of a shipped variant."""
         return self.variant_dir(name) / package.GRAPH_FILE
+
+    def runnable_graph(self, name: str) -> Path:
+        """A graph file onnxruntime-Python can open for a variant: the variant's own graph, or
+        for a compact variant its expanded equivalent (``.build/<name>-expanded.onnx``, made
+        from the shipped files the way the browser makes it)."""
+        if (self.variant_dir(name) / package.INDEX_FILE).is_file():
+            from .compact import expand_to_file
+
+            return expand_to_file(self.variant_dir(name), self.work / f"{name}-expanded.onnx")
+        return self.variant_graph(name)
 
     def built_variants(self) -> list[str]:
         """Variants present on disk, in manifest order."""
@@ -179,7 +191,8 @@ def run_quantize(
     """Writes each variant as ``<variant>/model.onnx`` plus pieces; records sizes and times."""
     import onnx
 
-    from .quantize import quantize_variant
+    from .compact import write_compact
+    from .quantize import QuantizeResult, operator_counts, quantize_variant
 
     record = build.record()
     if not build.reference.is_file():
@@ -187,10 +200,16 @@ def run_quantize(
     reference = onnx.load(str(build.reference))
     done = dict(record.get("variants", {}))
     for name in variants:
-        proto, result = quantize_variant(reference, name)
         start = time.perf_counter()
-        files = package.save_variant(proto, build.variant_dir(name), piece_bytes, inline_bytes)
-        save_s = time.perf_counter() - start
+        if name == "q4x":  # no new graph: the fp32 one, its weights packed (compact.py)
+            files = write_compact(reference, build.variant_dir(name), piece_bytes)
+            proto, result = None, QuantizeResult(name, time.perf_counter() - start, operator_counts(reference))
+            save_s = 0.0
+        else:
+            proto, result = quantize_variant(reference, name)
+            start = time.perf_counter()
+            files = package.save_variant(proto, build.variant_dir(name), piece_bytes, inline_bytes)
+            save_s = time.perf_counter() - start
         sizes = [f.stat().st_size for f in files]
         done[name] = {
             "quantize_s": round(result.seconds, 1),
@@ -239,7 +258,7 @@ def run_validate(build: BuildDir, loaded: Loaded, tolerances, variants: list[str
             if tol is None:
                 raise StageError(f"no tolerances for variant {name!r}")
             variant_rows, metrics[name] = compare_variant(
-                name, OrtGPT2(build.variant_graph(name), config), reference, tokens, tol
+                name, OrtGPT2(build.runnable_graph(name), config), reference, tokens, tol
             )
             metrics[name]["passed"] = all(r.passed for r in variant_rows)
             rows += variant_rows
@@ -312,7 +331,7 @@ def run_report(
 
     record = build.record()
     config = config_of(record)
-    paths = {"fp32": build.reference, **{name: build.variant_graph(name) for name in build.built_variants()}}
+    paths = {"fp32": build.reference, **{name: build.runnable_graph(name) for name in build.built_variants()}}
     speed = speed_table(paths, config, runs, new_tokens, threads, progress)
     changes = {"speed": {"runs": runs, "new_tokens": new_tokens, "threads": threads, "variants": speed}}
     if attention_cost:

@@ -10,6 +10,9 @@ q8       int8 weights, activations quantized on the     DynamicQuantizeLinear,  
 q4       4-bit weights in blocks of 32 with one scale   MatMulNBits (the token       WebGPU and WASM
          per block; the tied token embedding read from  embedding: Gather, Cast,
          the output layer's 4-bit matrix                Floor, Mul, Sub)
+q4x      the fp32 graph; its weights shipped as 4-bit   the same as fp32             WASM
+         blocks that the browser expands before it
+         creates the session (``compact.py``)
 =======  =============================================  ===========================  ================
 
 Inputs and outputs stay float32 in every variant (fp16 casts at the graph's edges), so browser
@@ -55,6 +58,7 @@ class VariantSpec:
 VARIANTS: dict[str, VariantSpec] = {
     spec.name: spec
     for spec in [
+        VariantSpec("q4x", "int4", ("wasm",), "4-bit download, expanded to float32 in the browser (compact.py)"),
         VariantSpec("q4", "int4", ("webgpu", "wasm"), "4-bit weights, blocks of 32 (MatMulNBits)"),
         VariantSpec("q8", "int8", ("wasm",), "8-bit weights, dynamic activation quantization (MatMulInteger)"),
         VariantSpec("fp16", "float16", ("webgpu",), "half precision; needs WebGPU's shader-f16"),

@@ -22,6 +22,7 @@
  */
 import { vendorURL } from "./paths.js";
 import { fetchVerified } from "./download.js";
+import { expandWeights } from "./expand.js";
 import { rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
@@ -112,17 +113,36 @@ async function readManifest(url) {
   return response.json();
 }
 
-/** Session options for a variant whose pieces are in `files` (path -> bytes). */
-function sessionOptions(backend, data, files, presentNames) {
+/** Session options for a variant whose external-data pieces are `externalData` ([{path, data}]). */
+function sessionOptions(backend, externalData, presentNames) {
   const options = {
     executionProviders: [backend],
     graphOptimizationLevel: "all",
     logSeverityLevel: 3,
-    externalData: data.map((piece) => ({ path: piece.location, data: files.get(piece.path) })),
+    externalData,
   };
   // On WebGPU the KV cache stays in GPU memory from one step to the next.
   if (backend === "webgpu") options.preferredOutputLocation = Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"]));
   return options;
+}
+
+/** The float32 external-data pieces of a compact variant, built from its packed files. */
+function expandedData(index, packed, files) {
+  let parsed;
+  try {
+    parsed = JSON.parse(new TextDecoder().decode(files.get(index.path)));
+  } catch (err) {
+    throw tagged(`The weight index ${index.path} is not valid JSON: ${err.message}`, "session");
+  }
+  progress("expand", "Expanding the 4-bit weights to float32…", { loaded: 0, total: 1 });
+  let targets;
+  try {
+    targets = expandWeights(parsed, packed.map((f) => files.get(f.path)));
+  } catch (err) {
+    throw tagged(`The compact weights could not be expanded: ${err.message}`, "session");
+  }
+  progress("expand", "Weights expanded", { loaded: 1, total: 1 });
+  return [...targets].map(([path, data]) => ({ path, data }));
 }
 
 async function load({ manifestUrl, backend: requested, fallback = false, variant: forced, threads: wanted, needs = [], download = {} }) {
@@ -146,14 +166,16 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
   let bytes = { fromCache: 0, fromNetwork: 0 };
   let fetched = null;
   let downloaded = started;
+  let expanded = started;
 
   /** Download and open the best variant for `target` that onnxruntime-web accepts. */
   const open = async (target) => {
     const where = target === "webgpu" ? "WebGPU" : "WASM";
     const candidates = rankVariants(manifest, target, { variant: forced, shaderF16, needs });
     for (const candidate of candidates) {
-      const { graph, data } = variantFiles(candidate);
-      fetched = await fetchVerified([graph, ...data, ...tokenizerFiles], {
+      const { graph, data, index, packed } = variantFiles(candidate);
+      const listed = index ? [graph, index, ...packed] : [graph, ...data];
+      fetched = await fetchVerified([...listed, ...tokenizerFiles], {
         baseUrl: manifestUrl,
         onProgress: (p) => progress(p.stage, p.message, p),
         onNotice: notice,
@@ -161,9 +183,15 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
       });
       bytes = { fromCache: bytes.fromCache + fetched.fromCache, fromNetwork: bytes.fromNetwork + fetched.fromNetwork };
       downloaded = performance.now();
+      let externalData = data.map((piece) => ({ path: piece.location, data: fetched.files.get(piece.path) }));
+      if (index) {
+        externalData = expandedData(index, packed, fetched.files);
+        for (const f of [index, ...packed]) fetched.files.delete(f.path); // the packed bytes are no longer needed
+      }
+      expanded = performance.now();
       progress("session", `Creating the ${where} session…`);
       try {
-        const session = await ort.InferenceSession.create(fetched.files.get(graph.path), sessionOptions(target, data, fetched.files, presentNames));
+        const session = await ort.InferenceSession.create(fetched.files.get(graph.path), sessionOptions(target, externalData, presentNames));
         return { session, variant: candidate };
       } catch (err) {
         const reason = String((err && err.message) || err).slice(0, 300);
@@ -211,7 +239,7 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
     bytes: { total: bytes.fromCache + bytes.fromNetwork, ...bytes },
     storage: fetched.storage,
     notices,
-    timings: { downloadMs: downloaded - started, sessionMs: ready - downloaded },
+    timings: { downloadMs: downloaded - started, expandMs: expanded - downloaded, sessionMs: ready - expanded },
     tokenizer: {
       vocab: decoder.decode(fetched.files.get(tokenizerFiles[0].path)),
       merges: decoder.decode(fetched.files.get(tokenizerFiles[1].path)),

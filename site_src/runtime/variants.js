@@ -11,21 +11,23 @@
  *              {"path": "q4/model.onnx.data.0", "bytes", "sha256", "role": "data"}, ...]}
  *
  * with exactly one graph file (a file without `role` is the graph: older manifests have
- * one single-file variant) and any number of data pieces. The manifest may also name
- * `default_variants: {"webgpu": "...", "wasm": "..."}`.
+ * one single-file variant) and any number of data pieces. A compact variant (`q4x`) has
+ * no data pieces; it lists `{"role": "index"}` (expand.json) and `{"role": "packed"}`
+ * files instead, from which `expand.js` builds the pieces in the browser. The manifest
+ * may also name `default_variants: {"webgpu": "...", "wasm": "..."}`.
  * @module variants
  */
 
 /**
  * Preference when the manifest names no default (or its default does not fit).
  * WebGPU: 4-bit weights are the usual format there; fp16 needs the `shader-f16` feature.
- * WASM: q8 first. Measured with bench/browser.py (GPT-2-small shape, one thread, a
- * busy 2-core machine): q8 decodes 11.8 tokens/s, fp32 9.3 and q4 1.6 (onnxruntime-web's
- * 4-bit matrix products are slow in WASM), and q8 downloads at a third of fp32's size.
+ * WASM: q4x first: a 4-bit download (like q4) that runs at fp32's speed, because
+ * onnxruntime-web's 4-bit and 8-bit matrix products are slower than its float32 one in
+ * WebAssembly (bench/browser.py has the numbers); then q8, fp32, q4.
  */
 export const PREFERENCE = {
   webgpu: ["q4", "fp16", "fp32", "q8"],
-  wasm: ["q8", "fp32", "q4", "fp16"],
+  wasm: ["q4x", "q8", "fp32", "q4", "fp16"],
 };
 
 /** Output-name prefixes of the optional graph outputs. */
@@ -89,8 +91,9 @@ export function chooseVariant(manifest, backend, options = {}) {
  * Split a variant's files into its graph and its external-data pieces.
  * Each piece gets `location`: its path relative to the graph's folder, which is the
  * name the graph's external-data entries use and what onnxruntime-web's `externalData`
- * option expects as `path`.
- * @returns {{graph: object, data: object[]}}
+ * option expects as `path`. A compact variant also returns its `index` file and its
+ * `packed` files in order (else `index` is null and `packed` empty).
+ * @returns {{graph: object, data: object[], index: object|null, packed: object[]}}
  */
 export function variantFiles(variant) {
   const graphs = variant.files.filter((f) => (f.role || "graph") === "graph");
@@ -100,5 +103,8 @@ export function variantFiles(variant) {
   const data = variant.files
     .filter((f) => f.role === "data")
     .map((f) => ({ ...f, location: folder && f.path.startsWith(folder) ? f.path.slice(folder.length) : f.path }));
-  return { graph, data };
+  const indexes = variant.files.filter((f) => f.role === "index");
+  if (indexes.length > 1) throw new Error(`The ${variant.name} variant lists ${indexes.length} weight indexes; it needs at most one.`);
+  const packed = variant.files.filter((f) => f.role === "packed");
+  return { graph, data, index: indexes[0] || null, packed };
 }

@@ -31,7 +31,7 @@ MASK = 0xFFFFFFFF
 # Variants whose logits in the browser match onnxruntime in Python to ~1e-6. q8 quantizes
 # activations on the fly, and its int8 kernels round differently on x86 and in WASM: its
 # logits differ by ~1e-2 (GPT-2 small shape), too much to compare token choices exactly.
-EXACT_VARIANTS = ("fp32", "q4")
+EXACT_VARIANTS = ("q4x", "fp32", "q4")
 
 # Outputs of `new Rng(seed).random()` in site_src/runtime/rng.js (node 20, also tests/js/runtime.test.js).
 JS_RANDOM = {42: [0.6011037487409305, 0.8524657984803172], 0: [0.26642920822150806, 0.22327202667446544]}
@@ -162,7 +162,7 @@ class OrtGPT2:
 
 
 def exact_variant(manifest: dict, backend: str) -> str:
-    """The variant to compare exactly on `backend`: fp32 or q4 when the model has them."""
+    """The variant to compare exactly on `backend`: q4x, fp32 or q4 when the model has them."""
     names = [v["name"] for v in manifest["variants"] if backend in v["backends"]]
     for name in EXACT_VARIANTS:
         if name in names:
@@ -171,9 +171,19 @@ def exact_variant(manifest: dict, backend: str) -> str:
 
 
 def graph_path(model_dir: Path, manifest: dict, variant_name: str) -> Path:
-    """Path of a variant's graph file (the data pieces sit beside it)."""
+    """Path of a graph onnxruntime can open for a variant: its graph file (the data pieces sit
+    beside it), or for a compact variant (q4x) the graph expanded by model_export.compact,
+    cached in the temporary directory under the index's sha256."""
     variant = next(v for v in manifest["variants"] if v["name"] == variant_name)
-    return model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
+    graph = model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
+    index = next((f for f in variant["files"] if f.get("role") == "index"), None)
+    if index is None:
+        return graph
+    import tempfile
+
+    from model_export.compact import expand_to_file
+
+    return expand_to_file(graph.parent, Path(tempfile.gettempdir()) / "tx-expanded" / f"{index['sha256']}.onnx")
 
 
 # ----------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_generate_reference import EXACT_VARIANTS, OrtGPT2, exact_variant
+from test_generate_reference import EXACT_VARIANTS, OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
 
@@ -66,12 +66,12 @@ def graph_file(variant: dict) -> dict:
 
 
 def reference_for(variant: dict) -> OrtGPT2:
-    return _reference(graph_file(variant)["path"])
+    return _reference(variant["name"])
 
 
 @functools.lru_cache(maxsize=None)
-def _reference(graph_path: str) -> OrtGPT2:
-    return OrtGPT2(model_dir() / graph_path, manifest()["config"])
+def _reference(name: str) -> OrtGPT2:
+    return OrtGPT2(graph_path(model_dir(), manifest(), name), manifest()["config"])
 
 
 def model_file_urls() -> set[str]:
@@ -197,7 +197,7 @@ def test_default_variant_per_backend_and_its_logits(page):
     assert result["ok"], result
     wasm_variants = [v["name"] for v in m["variants"] if "wasm" in v["backends"]]
     expected = m.get("default_variants", {}).get("wasm") or next(
-        (n for n in ("q8", "fp32", "q4", "fp16") if n in wasm_variants), wasm_variants[0])
+        (n for n in ("q4x", "q8", "fp32", "q4", "fp16") if n in wasm_variants), wasm_variants[0])
     assert result["info"]["variant"] == expected
     assert result["info"]["notices"] == []
     check_prefill_logits(p, result["info"])
@@ -350,7 +350,7 @@ def test_variant_in_external_data_pieces(page, tmp_path):
     downloads every piece under one progress total, and computes the same logits."""
     m = manifest()
     base = variant_named(exact_variant(m, "wasm"))
-    source = model_dir() / graph_file(base)["path"]  # onnx.load also reads any pieces it already has
+    source = graph_path(model_dir(), m, base["name"])  # onnx.load also reads any pieces it already has
     pieces_dir = tmp_path / "pieces"
     names = _split_into_pieces(source, pieces_dir, limit=1_000_000)
     assert len(names) >= 2

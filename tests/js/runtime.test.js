@@ -193,3 +193,26 @@ test('variant files: one graph, data pieces named relative to it', () => {
   assert.deepEqual(pieces.data.map((d) => d.location), ['model.onnx.data.0', 'model.onnx.data.1']);
   assert.throws(() => variantFiles({ name: 'x', files: [{ path: 'a', role: 'data' }] }), /exactly one/);
 });
+
+test('variant files: a compact variant lists its index and packed files, no data pieces', () => {
+  const compact = {
+    name: 'q4x', backends: ['wasm'], files: [
+      { path: 'q4x/model.onnx', bytes: 1, sha256: 'a', role: 'graph' },
+      { path: 'q4x/expand.json', bytes: 1, sha256: 'b', role: 'index' },
+      { path: 'q4x/packed.0', bytes: 1, sha256: 'c', role: 'packed' },
+      { path: 'q4x/packed.1', bytes: 1, sha256: 'd', role: 'packed' },
+    ],
+  };
+  const files = variantFiles(compact);
+  assert.equal(files.graph.path, 'q4x/model.onnx');
+  assert.equal(files.index.path, 'q4x/expand.json');
+  assert.deepEqual(files.packed.map((f) => f.path), ['q4x/packed.0', 'q4x/packed.1']);
+  assert.deepEqual(files.data, []);
+  assert.equal(variantFiles(MANIFEST.variants[2]).index, null);
+  const twice = { ...compact, files: [...compact.files, { path: 'q4x/other.json', role: 'index' }] };
+  assert.throws(() => variantFiles(twice), /2 weight indexes/);
+  // WASM prefers the compact variant when a manifest has it and names no default
+  const withCompact = { ...MANIFEST, variants: [...MANIFEST.variants, { ...compact, outputs: ['logits'] }] };
+  assert.equal(chooseVariant(withCompact, 'wasm').name, 'q4x');
+  assert.equal(chooseVariant(withCompact, 'webgpu').name, 'q4');
+});

@@ -50,7 +50,7 @@ def test_non_default_shape_end_to_end(build, checkpoint):
     assert manifest["config"] == {"n_layer": 3, "n_head": 6, "n_embd": 96, "n_positions": 128,
                                   "vocab_size": 50257, "eos_token_id": 50256}
     assert manifest["source"] == str(checkpoint.resolve()) and manifest["random_weights"] is False
-    assert [v["name"] for v in manifest["variants"]] == ["q4", "q8", "fp16"]
+    assert [v["name"] for v in manifest["variants"]] == ["q4x", "q4", "q8", "fp16"]
     assert all(v["validation"]["passed"] for v in manifest["variants"])
     assert all(row["passed"] for row in manifest["validation"])
     # the validation text is cut to the model's 128 positions

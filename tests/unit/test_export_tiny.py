@@ -87,16 +87,18 @@ def test_all_writes_the_site_files_and_keeps_the_reference_private(build_dir):
     shipped = {p.relative_to(build_dir).as_posix() for p in build_dir.rglob("*")
                if p.is_file() and not p.relative_to(build_dir).as_posix().startswith(".build/")}
     assert {"manifest.json", "report.json", "report.md", "vocab.json", "merges.txt", "TOKENIZER_NOTICE.txt",
-            "q4/model.onnx", "q8/model.onnx", "fp16/model.onnx"} <= shipped
-    assert {p.name for p in (build_dir / ".build").iterdir()} == {"reference.onnx", "record.json"}
+            "q4/model.onnx", "q8/model.onnx", "fp16/model.onnx", "q4x/model.onnx", "q4x/expand.json",
+            "q4x/packed.0"} <= shipped
+    assert {p.name for p in (build_dir / ".build").iterdir()} == {"reference.onnx", "record.json", "q4x-expanded.onnx"}
     assert not any("fp32" in name or name.endswith(".tmp") for name in shipped)
     assert not list(build_dir.parent.glob(".tiny.*")), "the staging directory was not cleaned up"
 
 
 def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
     assert manifest["format"] == 2
-    assert [v["name"] for v in manifest["variants"]] == ["q4", "q8", "fp16"]
-    expected = {"q4": ("int4", ["webgpu", "wasm"]), "q8": ("int8", ["wasm"]), "fp16": ("float16", ["webgpu"])}
+    assert [v["name"] for v in manifest["variants"]] == ["q4x", "q4", "q8", "fp16"]
+    expected = {"q4": ("int4", ["webgpu", "wasm"]), "q8": ("int8", ["wasm"]), "fp16": ("float16", ["webgpu"]),
+                "q4x": ("int4", ["wasm"])}
     for variant in manifest["variants"]:
         assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes"}
         assert (variant["dtype"], variant["backends"]) == expected[variant["name"]]
@@ -105,11 +107,17 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         assert len(graphs) == 1 and graphs[0]["path"] == f"{variant['name']}/model.onnx"
         assert variant["files"][0] is graphs[0]  # graph first, then the pieces in order
         assert [f["path"] for f in pieces] == [f"{variant['name']}/model.onnx.data.{i}" for i in range(len(pieces))]
+        if variant["name"] == "q4x":  # the pieces are built in the browser from the index and packed files
+            packed = [f for f in variant["files"] if f["role"] == "packed"]
+            assert [f["role"] for f in variant["files"]] == ["graph", "index"] + ["packed"] * len(packed)
+            assert pieces == [] and [f["path"] for f in packed] == [f"q4x/packed.{i}" for i in range(len(packed))]
+            index = json.loads((build_dir / "q4x" / "expand.json").read_text())
+            pieces = [{"path": f"q4x/{t['name']}"} for t in index["targets"]]
         assert variant["bytes"] == sum(f["bytes"] for f in variant["files"])
         for entry in variant["files"]:
             path = build_dir / entry["path"]
             assert set(entry) == {"path", "bytes", "sha256", "role"}
-            assert entry["bytes"] == path.stat().st_size <= (PIECE_LIMIT if entry["role"] == "data" else 10**9)
+            assert entry["bytes"] == path.stat().st_size <= (PIECE_LIMIT if entry["role"] in ("data", "packed") else 10**9)
             assert entry["sha256"] == sha256(path)
         # each weight's external-data location is a piece's file name, relative to the graph
         proto = onnx.load(str(build_dir / graphs[0]["path"]), load_external_data=False)
@@ -121,17 +129,16 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         assert outputs[5:] == ["attentions.0", "attentions.1", "hidden_states.0", "hidden_states.1", "hidden_states.2"]
         assert variant["validation"]["passed"] is True
         assert {"kl", "top1", "top5", "ppl_ratio", "cache_kl"} <= set(variant["validation"])
-    assert manifest["default_variants"] == {"webgpu": "q4", "wasm": "q8"}
+    assert manifest["default_variants"] == {"webgpu": "q4", "wasm": "q4x"}
 
 
-def test_tiny_has_both_single_file_and_pieced_variants(manifest):
-    """The first variant for either backend is one file (today's browser runtime reads only
-    those); the others use external-data pieces."""
+def test_tiny_has_single_file_pieced_and_compact_variants(manifest):
+    """Small weights stay inside the graph (q4); larger ones are external-data pieces (q8,
+    fp16); q4x ships its graph, its index and packed 4-bit pieces."""
     files = {v["name"]: len(v["files"]) for v in manifest["variants"]}
-    assert files["q4"] == 1 and files["q8"] >= 2 and files["fp16"] >= 2
-    for backend in ("webgpu", "wasm"):
-        first = next(v for v in manifest["variants"] if backend in v["backends"])
-        assert len(first["files"]) == 1
+    assert files["q4"] == 1 and files["q8"] >= 2 and files["fp16"] >= 2 and files["q4x"] == 3
+    sizes = {v["name"]: v["bytes"] for v in manifest["variants"]}
+    assert sizes["q4x"] < sizes["q8"] / 2  # 4 bits and a float16 scale per 32 weights
 
 
 def test_manifest_keeps_config_inputs_outputs_tokenizer(manifest):
@@ -152,9 +159,12 @@ def test_manifest_keeps_config_inputs_outputs_tokenizer(manifest):
     assert set(manifest["created_with"]) >= {"torch", "onnx", "onnxruntime"}
 
 
-@pytest.mark.parametrize("variant", ["reference", "q4", "q8", "fp16"])
+GRAPHS = {"reference": ".build/reference.onnx", "q4x": ".build/q4x-expanded.onnx"}
+
+
+@pytest.mark.parametrize("variant", ["reference", "q4x", "q4", "q8", "fp16"])
 def test_every_graph_has_the_same_float32_signature(build_dir, variant):
-    path = build_dir / (".build/reference.onnx" if variant == "reference" else f"{variant}/model.onnx")
+    path = build_dir / GRAPHS.get(variant, f"{variant}/model.onnx")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     inputs = {i.name: (i.type, i.shape) for i in session.get_inputs()}
     outputs = {o.name: (o.type, o.shape) for o in session.get_outputs()}
@@ -195,6 +205,9 @@ def test_variants_use_the_intended_operators(build_dir):
     # the reference stores the tied embedding once
     reference = onnx.load(str(build_dir / ".build/reference.onnx"))
     assert sum(sorted(t.dims) == [N_EMBD, VOCAB] for t in reference.graph.initializer) == 1
+    # q4x computes with the reference's own operators: only its weights travel in 4 bits
+    assert [n.op_type for n in onnx.load(str(build_dir / "q4x/model.onnx"), load_external_data=False).graph.node] \
+        == [n.op_type for n in reference.graph.node]
 
 
 @pytest.mark.parametrize("batch, length, pads", [(1, 1, [0]), (1, 9, [0]), (2, 8, [0, 3])])
@@ -256,7 +269,7 @@ def test_tokenizer_files_encode_known_ids(build_dir):
 
 def test_report_has_sizes_errors_times_and_speeds(build_dir, manifest):
     report = json.loads((build_dir / "report.json").read_text())
-    assert [v["name"] for v in report["variants"]] == ["fp32", "q4", "q8", "fp16"]
+    assert [v["name"] for v in report["variants"]] == ["fp32", "q4x", "q4", "q8", "fp16"]
     assert report["variants"][0]["shipped"] is False
     for variant in report["variants"]:
         assert variant["bytes"] > 0 and variant["speed"]["tok_per_s"] > 0
@@ -266,7 +279,7 @@ def test_report_has_sizes_errors_times_and_speeds(build_dir, manifest):
         assert shipped[entry["name"]]["bytes"] == entry["bytes"]
         assert shipped[entry["name"]]["validation"]["kl"] == entry["validation"]["kl"]
     assert report["validation"]["passed"] and not report["validation"]["failed"]
-    assert report["timings"]["export_s"] > 0 and set(report["timings"]["quantize_s"]) == {"q4", "q8", "fp16"}
+    assert report["timings"]["export_s"] > 0 and set(report["timings"]["quantize_s"]) == {"q4x", "q4", "q8", "fp16"}
     markdown = (build_dir / "report.md").read_text()
     assert markdown.startswith("**Model** `tiny` from `preset:tiny`, random weights (seed 0)")
     assert "## Variants" in markdown and "## Validation" in markdown and "## Times" in markdown
