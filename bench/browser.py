@@ -1,18 +1,24 @@
 """Benchmark the site's GPT-2 runtime in headless Chromium against onnxruntime in Python.
 
-For every variant (e.g. q4, q8, fp32) and WASM thread count it measures, in the browser,
+For every variant (e.g. q4x, q4, q8, fp32) and WASM thread count it measures, in the browser,
 through the same JS API the widgets use (``site_src/runtime/model.js``):
 
-* cold load: download + sha256 + Cache Storage + session, in a fresh browser profile;
+* download bytes;
+* cold load: download + sha256 + Cache Storage (+ expanding q4x's 4-bit weights) + session,
+  in a fresh browser profile;
 * warm load: the same after a reload (files from Cache Storage, no model request);
+* peak memory of the browser's processes during the cold load and the measurements (the sum
+  of their private resident memory from /proc/PID/statm, sampled every 100 ms; Linux only);
 * prefill: one forward pass over 8, 128 and 512 tokens (median of ``--runs``);
 * decode: tokens per second over 64 greedy new tokens after a 32-token prompt, for the
   first generation after loading (V8 still tiering up the WASM) and a later one;
 * a correctness check: the largest difference between the browser's and onnxruntime's
   logits after 8 tokens;
 
-and the same prefill and decode with onnxruntime in Python (CPU) on the same graph file
-and thread count. The JSON lands in ``bench/results/`` (git-ignored) and is printed.
+and the same prefill and decode with onnxruntime in Python (CPU) on the same graph file (for
+q4x: the graph its pieces expand to) and thread count, plus native fp32 decoding on that
+thread count. A ``summary`` table puts the variants side by side per thread count. The JSON
+lands in ``bench/results/`` (git-ignored) and is printed.
 
 Usage::
 
@@ -93,6 +99,75 @@ PAGE_JS = """async ([model, variant, threads, lengths, runs, promptTokens, newTo
   }
   return out;
 }""".replace("__TEXT__", json.dumps(TEXT))
+
+
+class MemorySampler:
+    """Peak private memory of this process's Chromium descendants, sampled in a thread (Linux).
+
+    Each sample sums, over the browser's processes, resident minus file-backed pages from
+    ``/proc/PID/statm``: the anonymous memory (JS heaps, WebAssembly memory, buffers) that
+    each process holds alone. It is cheap to read, unlike ``smaps``, which would stall the
+    processes it walks.
+    """
+
+    def __init__(self, interval: float = 0.1):
+        import threading
+
+        self.interval, self.peak, self.samples = interval, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+    @staticmethod
+    def _browser_pids() -> list[int]:
+        parents, names = {}, {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+            names[int(entry.name)] = stat[stat.index("(") + 1 : stat.rindex(")")]
+        mine, found = {os.getpid()}, True
+        while found:
+            found = False
+            for pid, parent in parents.items():
+                if parent in mine and pid not in mine:
+                    mine.add(pid)
+                    found = True
+        return [pid for pid in mine if "chrom" in names.get(pid, "").lower()]
+
+    def _private(self, pid: int) -> int:
+        try:
+            resident, shared = (int(x) for x in Path(f"/proc/{pid}/statm").read_text().split()[1:3])
+        except (OSError, ValueError):
+            return 0
+        return (resident - shared) * self._page
+
+    def _run(self):
+        pids, ticks = [], 0
+        while not self._stop.is_set():
+            if ticks % 10 == 0:  # new renderer and worker processes appear now and then
+                pids = self._browser_pids()
+            ticks += 1
+            self.peak = max(self.peak, sum(self._private(pid) for pid in pids))
+            self.samples += 1
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        if Path("/proc/self/statm").exists():
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def result(self) -> int | None:
+        return self.peak if self.samples else None
 
 
 def sha256(path: Path) -> str:
@@ -189,7 +264,8 @@ def measure_browser(url: str, name: str, variant: str, threads: int, runs: int) 
             page.goto(url)
             page.wait_for_load_state()
             args = [name, variant, threads, list(PREFILL_LENGTHS), runs, PROMPT_TOKENS, NEW_TOKENS]
-            cold = page.evaluate(PAGE_JS, [*args, True])
+            with MemorySampler() as memory:
+                cold = page.evaluate(PAGE_JS, [*args, True])
             model_requests = []
             page.on("request", lambda r: model_requests.append(r.url) if f"/models/{name}/" in r.url and not r.url.endswith("manifest.json") else None)
             page.reload()
@@ -204,8 +280,11 @@ def measure_browser(url: str, name: str, variant: str, threads: int, runs: int) 
         "threads": info["threads"],
         "cross_origin_isolated": info["crossOriginIsolated"],
         "bytes": info["bytes"]["total"],
-        "cold_load_ms": {"total": cold["loadMs"], "download": info["timings"]["downloadMs"], "session": info["timings"]["sessionMs"]},
-        "warm_load_ms": {"total": warm["loadMs"], "from_cache": warm["info"]["timings"]["downloadMs"], "session": warm["info"]["timings"]["sessionMs"]},
+        "cold_load_ms": {"total": cold["loadMs"], "download": info["timings"]["downloadMs"],
+                         "expand": info["timings"].get("expandMs", 0), "session": info["timings"]["sessionMs"]},
+        "warm_load_ms": {"total": warm["loadMs"], "from_cache": warm["info"]["timings"]["downloadMs"],
+                         "expand": warm["info"]["timings"].get("expandMs", 0), "session": warm["info"]["timings"]["sessionMs"]},
+        "peak_browser_private_bytes": memory.result(),
         "warm_load_model_requests": len(model_requests),
         "warm_load_bytes_from_network": warm["info"]["bytes"]["fromNetwork"],
         "prefill_ms": {str(k): v for k, v in cold["prefillMs"].items()},
@@ -259,6 +338,40 @@ def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads:
     return {"prefill_ms": prefill, "decode_tok_s": {"first_generation": first, "warm": decode()}, "_check_logits": check}
 
 
+def summary(results: list[dict], native_fp32: dict[int, list[float]]) -> list[dict]:
+    """One row per variant and thread count, medians over the repetitions: the figures to
+    compare side by side."""
+    med = statistics.median
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in results:
+        groups.setdefault((r["variant"], r["threads"]), []).append(r)
+    browser_fp32 = {threads: med(r["browser"]["decode_tok_s"]["warm"] for r in runs if "browser" in r)
+                    for (name, threads), runs in groups.items() if name == "fp32" and any("browser" in r for r in runs)}
+    rows = []
+    for (name, threads), runs in groups.items():
+        ok = [r for r in runs if "browser" in r]
+        if not ok:
+            rows.append({"variant": name, "threads": threads, "error": runs[0].get("browser_error")})
+            continue
+        warm = med(r["browser"]["decode_tok_s"]["warm"] for r in ok)
+        native = med(native_fp32[threads]) if native_fp32.get(threads) else None
+        memory = [r["browser"]["peak_browser_private_bytes"] for r in ok if r["browser"].get("peak_browser_private_bytes")]
+        rows.append({
+            "variant": name, "threads": threads, "runs": len(ok), "download_mb": round(ok[0]["browser"]["bytes"] / 1e6, 1),
+            "cold_load_s": round(med(r["browser"]["cold_load_ms"]["total"] for r in ok) / 1000, 2),
+            "warm_load_s": round(med(r["browser"]["warm_load_ms"]["total"] for r in ok) / 1000, 2),
+            "decode_cold_tok_s": round(med(r["browser"]["decode_tok_s"]["first_generation"] for r in ok), 1),
+            "decode_warm_tok_s": round(warm, 1),
+            "decode_warm_tok_s_runs": [round(r["browser"]["decode_tok_s"]["warm"], 1) for r in ok],
+            "native_same_graph_tok_s": round(med(r["native"]["decode_tok_s"]["warm"] for r in ok), 1),
+            "native_fp32_tok_s": round(native, 1) if native else None,
+            "warm_over_native_fp32": round(warm / native, 2) if native else None,
+            "warm_over_browser_fp32": round(warm / browser_fp32[threads], 2) if threads in browser_fp32 else None,
+            "peak_browser_memory_mb": round(max(memory) / 1e6) if memory else None,
+        })
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, required=True, help="a model-export build directory (with manifest.json)")
@@ -267,6 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2", help="comma-separated WASM thread counts")
     ap.add_argument("--fp32-graph", type=Path, default=None, help="single-file fp32 graph to add as variant fp32")
     ap.add_argument("--runs", type=int, default=3, help="repetitions per prefill length (median)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="measure every variant this many times, in a rotated order each round (the summary takes medians)")
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one)")
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/browser-<model>-<time>.json)")
     args = ap.parse_args(argv)
@@ -292,32 +407,42 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer_ids = GPT2TokenizerFast.from_pretrained(args.model).encode(TEXT)
     load_before = os.getloadavg()
     results = []
+    native_fp32: dict[int, list[float]] = {}  # threads -> native fp32 warm decode tok/s, one per round
     try:
-        for name in wanted:
-            variant = next(v for v in manifest["variants"] if v["name"] == name)
-            graph_rel = next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
-            graph = (root / "models" / manifest["name"] / graph_rel).resolve()
-            for threads in threads_list:
-                print(f"{name}, {threads} thread(s): browser ...", flush=True)
-                try:
-                    browser = measure_browser(url + "index.html", manifest["name"], name, threads, args.runs)
-                except Exception as err:  # e.g. a variant onnxruntime-web cannot run on WASM: record it, go on
-                    message = str(err).split("\n")[0][:400]
-                    print(f"    failed: {message}", flush=True)
-                    results.append({"variant": name, "dtype": variant.get("dtype"), "threads": threads, "browser_error": message})
-                    continue
-                print(f"{name}, {threads} thread(s): native ...", flush=True)
-                native = measure_native(graph, manifest["config"], tokenizer_ids, threads, args.runs)
-                browser_logits = np.array(browser.pop("_check_logits"), np.float32)
-                native_logits = native.pop("_check_logits")
-                browser["logits_max_abs_diff_vs_native"] = float(np.abs(browser_logits - native_logits).max())
-                ratio = {
-                    "decode_warm": browser["decode_tok_s"]["warm"] / native["decode_tok_s"]["warm"],
-                    "prefill": {n: native["prefill_ms"][n] / browser["prefill_ms"][n] for n in browser["prefill_ms"]},
-                }
-                results.append({"variant": name, "dtype": variant.get("dtype"), "threads": threads, "browser": browser,
-                                "native": native, "browser_over_native": ratio})
-                print(json.dumps(results[-1], indent=1), flush=True)
+        for round_ in range(args.repeat):
+            for name in wanted[round_ % len(wanted):] + wanted[: round_ % len(wanted)]:
+                variant = next(v for v in manifest["variants"] if v["name"] == name)
+                graph_rel = next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
+                graph = (root / "models" / manifest["name"] / graph_rel).resolve()
+                if any(f.get("role") == "index" for f in variant["files"]):  # q4x: what its pieces expand to
+                    from model_export.compact import expand_to_file
+
+                    graph = expand_to_file(graph.parent, work / f"{name}-expanded.onnx")
+                for threads in threads_list:
+                    print(f"{name}, {threads} thread(s): browser ...", flush=True)
+                    try:
+                        browser = measure_browser(url + "index.html", manifest["name"], name, threads, args.runs)
+                    except Exception as err:  # e.g. a variant onnxruntime-web cannot run on WASM: record it, go on
+                        message = str(err).split("\n")[0][:400]
+                        print(f"    failed: {message}", flush=True)
+                        results.append({"variant": name, "dtype": variant.get("dtype"), "threads": threads, "browser_error": message})
+                        continue
+                    print(f"{name}, {threads} thread(s): native ...", flush=True)
+                    native = measure_native(graph, manifest["config"], tokenizer_ids, threads, args.runs)
+                    browser_logits = np.array(browser.pop("_check_logits"), np.float32)
+                    native_logits = native.pop("_check_logits")
+                    browser["logits_max_abs_diff_vs_native"] = float(np.abs(browser_logits - native_logits).max())
+                    ratio = {
+                        "decode_warm": browser["decode_tok_s"]["warm"] / native["decode_tok_s"]["warm"],
+                        "prefill": {n: native["prefill_ms"][n] / browser["prefill_ms"][n] for n in browser["prefill_ms"]},
+                    }
+                    results.append({"variant": name, "dtype": variant.get("dtype"), "threads": threads, "browser": browser,
+                                    "native": native, "browser_over_native": ratio})
+                    if fp32_graph is not None and len(native_fp32.get(threads, [])) <= round_:
+                        print(f"native fp32, {threads} thread(s) ...", flush=True)
+                        tok_s = measure_native(fp32_graph, manifest["config"], tokenizer_ids, threads, 1)["decode_tok_s"]["warm"]
+                        native_fp32.setdefault(threads, []).append(tok_s)
+                    print(json.dumps(results[-1], indent=1), flush=True)
     finally:
         server.shutdown()
 
@@ -329,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": {"name": manifest["name"], "source": manifest.get("source"), "config": manifest["config"]},
         "setup": {
             "prompt_tokens": PROMPT_TOKENS, "new_tokens": NEW_TOKENS, "prefill_lengths": list(PREFILL_LENGTHS),
-            "prefill_runs": args.runs, "backend": "wasm", "decoding": "greedy",
+            "prefill_runs": args.runs, "repeat": args.repeat, "backend": "wasm", "decoding": "greedy",
             "ratio_definition": "browser / native tokens per second (decode); native / browser time (prefill)",
         },
         "machine": {"platform": platform.platform(), "cores": os.cpu_count(), "load_average_before": load_before,
@@ -337,10 +462,14 @@ def main(argv: list[str] | None = None) -> int:
         "versions": {"onnxruntime_python": onnxruntime.__version__,
                      "onnxruntime_web": json.loads((ROOT / "node_modules" / "onnxruntime-web" / "package.json").read_text())["version"]},
         "results": results,
+        "native_fp32_decode_warm_tok_s": {str(t): v for t, v in native_fp32.items()},
+        "summary": summary(results, native_fp32),
     }
     out = args.out or ROOT / "bench" / "results" / f"browser-{manifest['name']}-{datetime.now():%Y%m%d-%H%M%S}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
+    for row in report["summary"]:
+        print(json.dumps(row))
     print(f"wrote {out}")
     return 0
 

@@ -37,10 +37,11 @@ def test_gpt2_small_variants_fit_the_site(build_dir):
     manifest = json.loads((build_dir / "manifest.json").read_text())
     sizes = {v["name"]: v["bytes"] for v in manifest["variants"]}
     assert sizes["q4"] <= 110_000_000
+    assert sizes["q4x"] <= 80_000_000  # 4 bits + a float16 scale per 32 weights, fp32 biases and wpe
     assert sizes["q8"] < sizes["fp16"] < (build_dir / ".build" / "reference.onnx").stat().st_size
     for variant in manifest["variants"]:
         assert variant["validation"]["passed"], variant["name"]
-        assert all(f["bytes"] <= PIECE_LIMIT for f in variant["files"] if f["role"] == "data")
+        assert all(f["bytes"] <= PIECE_LIMIT for f in variant["files"] if f["role"] in ("data", "packed"))
         assert sum(f["role"] == "graph" for f in variant["files"]) == 1
     assert all(row["passed"] for row in manifest["validation"])
 
