@@ -37,7 +37,9 @@ GRAPH_FILE = "model.onnx"
 PIECE_BYTES = 40_000_000
 INLINE_BYTES = 5_000_000
 SMALL_TENSOR_BYTES = 1024  # shape constants and the like stay inside the graph
-DEFAULT_VARIANTS = {"webgpu": "q4", "wasm": "q4x"}
+# Per backend, the variants to make the default, best first (measured by bench/browser.py: on
+# WASM q4x decodes at fp32's speed from a 4-bit download; q8 is next; q4 is several times slower).
+DEFAULT_VARIANTS = {"webgpu": ("q4", "fp16", "q4x", "q8"), "wasm": ("q4x", "q8", "q4", "fp16")}
 INDEX_FILE = "expand.json"  # compact variants (see compact.py): how to build the data pieces
 PACKED_PREFIX = "packed."
 
@@ -263,20 +265,19 @@ def build_manifest(
         tokenizer: Role (``vocab``, ``merges``, ``notice``) -> file path.
         validation: The fp32 reference's validation rows as dicts (empty when skipped).
         root: The build directory.
-        default_variants: Backend -> variant name; ``DEFAULT_VARIANTS`` restricted to the
-            variants present if None.
+        default_variants: Backend -> variant name; if None, the first of ``DEFAULT_VARIANTS``
+            that runs on the backend, else the first variant that does.
 
     Returns:
         The manifest, ready for ``write_manifest``.
     """
     keys = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")
-    present = [v["name"] for v in variants]
     if default_variants is None:
         default_variants = {}
         for backend, preferred in DEFAULT_VARIANTS.items():
             usable = [v["name"] for v in variants if backend in v["backends"]]
             if usable:
-                default_variants[backend] = preferred if preferred in present and preferred in usable else usable[0]
+                default_variants[backend] = next((name for name in preferred if name in usable), usable[0])
     return {
         "format": FORMAT,
         "name": name,

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from test_generate_reference import graph_path
+
 pytestmark = pytest.mark.browser
 
 SITE = Path(os.environ.get("TX_SITE", Path(__file__).resolve().parents[2] / "site"))
@@ -58,9 +60,8 @@ def ref():
 
     def run(variant, ids):
         if variant not in sessions:
-            entry = next(v for v in manifest["variants"] if v["name"] == variant)
-            graph = next(f for f in entry["files"] if f.get("role", "graph") == "graph")
-            sessions[variant] = ort.InferenceSession(str(directory / graph["path"]), providers=["CPUExecutionProvider"])
+            path = graph_path(directory, manifest, variant)  # q4x: the graph its pieces expand to
+            sessions[variant] = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
         session = sessions[variant]
         x = np.array([ids], dtype=np.int64)
         feeds = {"input_ids": x, "attention_mask": np.ones_like(x), "position_ids": np.arange(len(ids), dtype=np.int64)[None]}

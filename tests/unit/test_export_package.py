@@ -154,6 +154,9 @@ def test_default_variants_follow_what_was_built(tmp_path):
     assert defaults(all_three) == {"webgpu": "q4", "wasm": "q8"}
     assert defaults([entry("fp16", ["webgpu"]), entry("q8", ["wasm"])]) == {"webgpu": "fp16", "wasm": "q8"}
     assert defaults([entry("q4", ["webgpu", "wasm"])]) == {"webgpu": "q4", "wasm": "q4"}
+    every = [entry("q4x", ["wasm"]), *all_three]
+    assert defaults(every) == {"webgpu": "q4", "wasm": "q4x"}
+    assert defaults([entry("custom", ["wasm"]), entry("q4", ["webgpu", "wasm"])]) == {"webgpu": "q4", "wasm": "q4"}
 
 
 def test_json_is_written_atomically_and_strictly(tmp_path):
