@@ -422,6 +422,12 @@ export function options(n, prefix, selected = 0) {
 
 // ---------------------------------------------------------------- a stage widget
 
+/** The selects a stage can ask for: label, the config entry that sizes it, option prefix. */
+const PICKERS = {
+  layer: { label: "Block", size: "n_layer", prefix: "block" },
+  head: { label: "Head", size: "n_head", prefix: "head" },
+};
+
 /**
  * Base of the <tx-stage-*> widgets: the shared prompt box, optional controls, and an output
  * area redrawn by `draw(context)` whenever the prompt or a control changes. Subclasses set
@@ -429,9 +435,23 @@ export function options(n, prefix, selected = 0) {
  * `data-state` is "ready" once the figure is drawn; `data-runs` counts the drawings.
  */
 export class PipelineStage extends TxElement {
-  /** Markup of the widget's own controls (selects, sliders). */
+  /** Model-sized selects the widget shows, from PICKERS: e.g. ["layer", "head"]. */
+  pickers() {
+    return [];
+  }
+
+  /** Markup of the widget's own controls (selects, sliders): by default its pickers. */
   controls() {
-    return "";
+    return this.pickers().map((name) => `<label>${PICKERS[name].label} <select name="${name}"></select></label>`).join("");
+  }
+
+  /** Fill each picker with one option per block or head of `model`, the first time only. */
+  fillPickers(model) {
+    for (const name of this.pickers()) {
+      const select = this.$(`select[name=${name}]`);
+      const { size, prefix } = PICKERS[name];
+      if (!select.options.length) select.innerHTML = options(model.info.config[size], prefix);
+    }
   }
 
   /** Whether the figure needs the forward pass (tokenization does not). */
@@ -476,6 +496,7 @@ export class PipelineStage extends TxElement {
         if (!stale() && this.dataset.state !== "ready") this.showProgress(event.message, event);
       });
       if (stale()) return;
+      this.fillPickers(model);
       this.prepare?.(model);
       const enc = encodePrompt(model, this.$(".pl-prompt input").value);
       const note = this.$(".pl-trunc");

@@ -7,19 +7,11 @@
  *
  * Shows `data-values` on each figure and `data-max-diff` on the check line.
  */
-import { PipelineStage, GPT2_SMALL, blockTrace, heatmap, maxAbsDiff, options, shapeLine, tokenLabels } from "./tx-pipeline-common.js";
+import { PipelineStage, GPT2_SMALL, blockTrace, heatmap, maxAbsDiff, shapeLine, tokenLabels } from "./tx-pipeline-common.js";
 
 class TxStageAttention extends PipelineStage {
-  controls() {
-    return `<label>Block <select name="layer"></select></label><label>Head <select name="head"></select></label>`;
-  }
-
-  prepare(model) {
-    const { n_layer, n_head } = model.info.config;
-    if (!this.$("select[name=layer]").options.length) {
-      this.$("select[name=layer]").innerHTML = options(n_layer, "block");
-      this.$("select[name=head]").innerHTML = options(n_head, "head");
-    }
+  pickers() {
+    return ["layer", "head"];
   }
 
   async draw({ model, ids, run }) {

@@ -4,19 +4,11 @@
  *
  * Shows `data-values` on the q_h, k_h and v_h figures.
  */
-import { PipelineStage, GPT2_SMALL, blockTrace, heatmap, options, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
+import { PipelineStage, GPT2_SMALL, blockTrace, heatmap, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
 
 class TxStageHeads extends PipelineStage {
-  controls() {
-    return `<label>Block <select name="layer"></select></label><label>Head <select name="head"></select></label>`;
-  }
-
-  prepare(model) {
-    const { n_layer, n_head } = model.info.config;
-    if (!this.$("select[name=layer]").options.length) {
-      this.$("select[name=layer]").innerHTML = options(n_layer, "block");
-      this.$("select[name=head]").innerHTML = options(n_head, "head");
-    }
+  pickers() {
+    return ["layer", "head"];
   }
 
   async draw({ model, ids, run }) {

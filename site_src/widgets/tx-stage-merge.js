@@ -4,16 +4,11 @@
  *
  * Shows `data-values` on the concatenation and projection figures.
  */
-import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, options, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
+import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
 
 class TxStageMerge extends PipelineStage {
-  controls() {
-    return `<label>Block <select name="layer"></select></label>`;
-  }
-
-  prepare(model) {
-    const select = this.$("select[name=layer]");
-    if (!select.options.length) select.innerHTML = options(model.info.config.n_layer, "block");
+  pickers() {
+    return ["layer"];
   }
 
   async draw({ model, ids, run }) {

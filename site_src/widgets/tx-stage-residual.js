@@ -8,7 +8,7 @@
  * Shows `data-values` on the figure, `data-max-diff` on the check line and one `tr` per token.
  */
 import { escapeHtml } from "./base.js";
-import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, maxAbsDiff, options, rowStats, shapeLine, slice2d, tokenLabels, visible } from "./tx-pipeline-common.js";
+import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, maxAbsDiff, rowStats, shapeLine, slice2d, tokenLabels, visible } from "./tx-pipeline-common.js";
 import { Rng } from "../runtime/rng.js";
 
 const P_DROP = 0.1;
@@ -18,18 +18,13 @@ function rowNorms(x, T, C) {
 }
 
 class TxStageResidual extends PipelineStage {
+  pickers() {
+    return ["layer"];
+  }
+
   controls() {
-    return `<label>Block <select name="layer"></select></label>
+    return `${super.controls()}
       <label><input type="checkbox" name="train"> training mode: dropout p = ${P_DROP} on the MLP update</label>`;
-  }
-
-  bind() {
-    this.$("input[name=train]").addEventListener("change", () => this.refresh());
-  }
-
-  prepare(model) {
-    const select = this.$("select[name=layer]");
-    if (!select.options.length) select.innerHTML = options(model.info.config.n_layer, "block");
   }
 
   async draw({ model, ids, run }) {
