@@ -35,7 +35,6 @@ external-data pieces of at most 40 MB like the exporter's own variants.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -54,6 +53,8 @@ sys.path.insert(0, str(ROOT / "site_src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from chromium import find_chromium  # noqa: E402
+from model_export.compact import onnx_graph  # noqa: E402
+from model_export.package import file_entry, file_role, variant_files  # noqa: E402
 from serve import serve_in_thread  # noqa: E402
 
 PREFILL_LENGTHS = (8, 128, 512)
@@ -170,17 +171,11 @@ class MemorySampler:
         return self.peak if self.samples else None
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def split_graph(graph: Path, out: Path, limit: int = PIECE_BYTES) -> list[str]:
     """Rewrite a single-file ONNX graph with its weights in external-data pieces of at most
-    `limit` bytes (one tensor never spans two pieces; 4 KiB-aligned offsets)."""
+    `limit` bytes (one tensor never spans two pieces; 4 KiB-aligned offsets). Unlike the
+    exporter's ``package.save_variant`` it never splits a tensor into rows joined by a
+    ``Concat``, so the fp32 rows run exactly the reference graph."""
     import onnx
     from onnx.external_data_helper import set_external_data
 
@@ -217,12 +212,7 @@ def fp32_variant(graph: Path, model_dir: Path, work: Path) -> dict:
         print(f"splitting {graph} into pieces of at most {PIECE_BYTES / 1e6:.0f} MB ...", flush=True)
         split_graph(graph, target)
         stamp.write_text(key)
-    files = [{"path": "fp32/model.onnx", "role": "graph"}]
-    files += [{"path": f"fp32/{p.name}", "role": "data"} for p in sorted(target.glob("model.onnx.data.*"))]
-    for f in files:
-        path = work / f["path"]
-        f["bytes"] = path.stat().st_size
-        f["sha256"] = sha256(path)
+    files = [file_entry(path, work, file_role(path)) for path in variant_files(target)]
     return {"name": "fp32", "dtype": "float32", "backends": ["wasm", "webgpu"], "files": files,
             "bytes": sum(f["bytes"] for f in files)}
 
@@ -414,10 +404,7 @@ def main(argv: list[str] | None = None) -> int:
                 variant = next(v for v in manifest["variants"] if v["name"] == name)
                 graph_rel = next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
                 graph = (root / "models" / manifest["name"] / graph_rel).resolve()
-                if any(f.get("role") == "index" for f in variant["files"]):  # q4x: what its pieces expand to
-                    from model_export.compact import expand_to_file
-
-                    graph = expand_to_file(graph.parent, work / f"{name}-expanded.onnx")
+                graph = onnx_graph(graph.parent, work / f"{name}-expanded.onnx")  # q4x: what its pieces expand to
                 for threads in threads_list:
                     print(f"{name}, {threads} thread(s): browser ...", flush=True)
                     try:

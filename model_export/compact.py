@@ -298,6 +298,16 @@ def expand_targets(directory: str | Path) -> dict[str, bytes]:
     return {name: array.tobytes() for name, array in targets.items()}
 
 
+def onnx_graph(directory: str | Path, cache: str | Path) -> Path:
+    """A graph file onnxruntime-Python can open for the variant in ``directory``: its own
+    ``model.onnx``, or for a compact variant the graph its pieces expand to, written to
+    ``cache`` (see ``expand_to_file``)."""
+    directory = Path(directory)
+    if not (directory / INDEX_FILE).is_file():
+        return directory / GRAPH_FILE
+    return expand_to_file(directory, cache)
+
+
 def expand_to_file(directory: str | Path, out: str | Path) -> Path:
     """Writes the expanded model as one self-contained ``.onnx`` file (the "equivalent graph"
     that validation and the browser tests run in onnxruntime-Python).

@@ -80,11 +80,9 @@ class BuildDir:
         """A graph file onnxruntime-Python can open for a variant: the variant's own graph, or
         for a compact variant its expanded equivalent (``.build/<name>-expanded.onnx``, made
         from the shipped files the way the browser makes it)."""
-        if (self.variant_dir(name) / package.INDEX_FILE).is_file():
-            from .compact import expand_to_file
+        from .compact import onnx_graph
 
-            return expand_to_file(self.variant_dir(name), self.work / f"{name}-expanded.onnx")
-        return self.variant_graph(name)
+        return onnx_graph(self.variant_dir(name), self.work / f"{name}-expanded.onnx")
 
     def built_variants(self) -> list[str]:
         """Variants present on disk, in manifest order."""

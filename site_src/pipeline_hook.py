@@ -407,10 +407,9 @@ def parity_logits(model_dir: Path, graph: Path, weights: Weights, config: dict) 
         if path.resolve() == graph.resolve() or not path.is_file():
             continue
         try:
-            if any(f.get("role") == "index" for f in variant["files"]):  # q4x: the graph its pieces expand to
-                from model_export.compact import expand_to_file
+            from model_export.compact import onnx_graph  # q4x: the graph its pieces expand to
 
-                path = expand_to_file(path.parent, model_dir / ".build" / f"{variant['name']}-expanded.onnx")
+            path = onnx_graph(path.parent, model_dir / ".build" / f"{variant['name']}-expanded.onnx")
             out[f"ort-{variant['name']}"] = _ort_logits(path, PARITY_IDS, config)
         except Exception as err:  # noqa: BLE001  a variant CPU onnxruntime cannot run is left out
             out[f"ort-{variant['name']}-error"] = str(err)[:200]

@@ -174,16 +174,14 @@ def graph_path(model_dir: Path, manifest: dict, variant_name: str) -> Path:
     """Path of a graph onnxruntime can open for a variant: its graph file (the data pieces sit
     beside it), or for a compact variant (q4x) the graph expanded by model_export.compact,
     cached in the temporary directory under the index's sha256."""
-    variant = next(v for v in manifest["variants"] if v["name"] == variant_name)
-    graph = model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
-    index = next((f for f in variant["files"] if f.get("role") == "index"), None)
-    if index is None:
-        return graph
     import tempfile
 
-    from model_export.compact import expand_to_file
+    from model_export.compact import onnx_graph
 
-    return expand_to_file(graph.parent, Path(tempfile.gettempdir()) / "tx-expanded" / f"{index['sha256']}.onnx")
+    variant = next(v for v in manifest["variants"] if v["name"] == variant_name)
+    graph = model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
+    key = next((f["sha256"] for f in variant["files"] if f.get("role") == "index"), variant_name)
+    return onnx_graph(graph.parent, Path(tempfile.gettempdir()) / "tx-expanded" / f"{key}.onnx")
 
 
 # ----------------------------------------------------------------------------

@@ -311,51 +311,20 @@ def test_storage_quota_falls_back_to_memory_with_a_notice(page):
     check_prefill_logits(p, result["info"])
 
 
-def _split_into_pieces(graph: Path, out: Path, limit: int) -> list[str]:
-    """Write `graph` with its weights in external-data pieces of at most `limit` bytes
-    (a tensor larger than `limit` gets a piece of its own), 4 KiB-aligned offsets."""
-    import onnx
-    from onnx.external_data_helper import set_external_data
-
-    model = onnx.load(str(graph))
-    pieces: list[bytearray] = [bytearray()]
-    for tensor in model.graph.initializer:
-        data = tensor.raw_data
-        if len(data) < 1024:
-            continue  # small constants stay in the graph
-        if pieces[-1] and len(pieces[-1]) + len(data) > limit:
-            pieces.append(bytearray())
-        piece = pieces[-1]
-        piece.extend(b"\0" * (-len(piece) % 4096))
-        set_external_data(tensor, location=f"model.onnx.data.{len(pieces) - 1}", offset=len(piece), length=len(data))
-        piece.extend(data)
-        tensor.ClearField("raw_data")
-        tensor.data_location = onnx.TensorProto.EXTERNAL
-    out.mkdir(parents=True, exist_ok=True)
-    names = []
-    for k, piece in enumerate(pieces):
-        (out / f"model.onnx.data.{k}").write_bytes(bytes(piece))
-        names.append(f"model.onnx.data.{k}")
-    onnx.save(model, str(out / "model.onnx"))
-    return names
-
-
-def _entry(path: Path, rel: str, role: str) -> dict:
-    data = path.read_bytes()
-    return {"path": rel, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "role": role}
-
-
 def test_variant_in_external_data_pieces(page, tmp_path):
     """A variant in the agreed layout (graph + data pieces, `default_variants`) loads,
     downloads every piece under one progress total, and computes the same logits."""
     m = manifest()
     base = variant_named(exact_variant(m, "wasm"))
     source = graph_path(model_dir(), m, base["name"])  # onnx.load also reads any pieces it already has
-    pieces_dir = tmp_path / "pieces"
-    names = _split_into_pieces(source, pieces_dir, limit=1_000_000)
-    assert len(names) >= 2
-    files = [_entry(pieces_dir / "model.onnx", "pieces/model.onnx", "graph")]
-    files += [_entry(pieces_dir / n, f"pieces/{n}", "data") for n in names]
+    import onnx
+
+    from model_export.package import file_entry, file_role, save_variant
+
+    pieces_dir = tmp_path / "pieces"  # the exporter's own layout, in pieces of at most 1 MB
+    written = save_variant(onnx.load(str(source)), pieces_dir, piece_bytes=1_000_000, inline_bytes=0)
+    assert len(written) >= 3
+    files = [file_entry(path, tmp_path, file_role(path)) for path in written]
     outputs = base.get("outputs") or [o["name"] for o in m["outputs"]]
     variant = {"name": "pieces", "dtype": base.get("dtype"), "backends": ["wasm", "webgpu"], "outputs": outputs, "files": files,
                "bytes": sum(f["bytes"] for f in files)}
