@@ -224,7 +224,11 @@ def source_of(args) -> str:
 
 
 def tolerances_from(args, random_weights: bool):
-    """The defaults for these weights, with the command line's overrides."""
+    """The defaults for these weights, with the command line's overrides.
+
+    Raises:
+        UsageError: For an unknown tolerance key or a bad ``--tol-tokens``.
+    """
     from .validate import Tolerances
 
     tolerances = Tolerances.defaults(random_weights)
@@ -242,6 +246,15 @@ def tolerances_from(args, random_weights: bool):
     return tolerances
 
 
+def tolerances_for(args, record: dict):
+    """The tolerances for the weights ``build`` recorded (random or trained), said with the reason."""
+    random_weights = record["random_weights"]
+    reason = record.get("weights", {}).get("reason", "as recorded by `model-export build`")
+    tolerances = tolerances_from(args, random_weights)
+    say(f"tolerances for {'random' if random_weights else 'trained'} weights: {reason}")
+    return tolerances
+
+
 def run_all(args) -> int:
     """``model-export all``."""
     from . import pipeline
@@ -254,17 +267,18 @@ def run_all(args) -> int:
     staging.chmod(0o755)  # mkdtemp makes it private; the site copies these permissions
     try:
         build = BuildDir(staging)
+        if not args.skip_validate:
+            tolerances_from(args, random_weights=False)  # a bad --tol fails now, not after the export
         with step(f"load {source}" + (f" (seed {args.seed})" if args.preset else "")):
             loaded = pipeline.load(source, args.seed, say)
-        tolerances = None if args.skip_validate else tolerances_from(args, loaded.weights.random_weights)
         with step("export the fp32 reference graph"):
-            pipeline.run_build(build, loaded, name, args.tokenizer_src, say)
+            record = pipeline.run_build(build, loaded, name, args.tokenizer_src, say)
         with step(f"quantize: {', '.join(args.variants)}"):
             pipeline.run_quantize(build, args.variants, int(args.piece_mb * 1e6), int(args.inline_mb * 1e6), say)
         rows = []
-        if tolerances is not None:
+        if not args.skip_validate:
             with step("validate"):
-                rows = pipeline.run_validate(build, loaded, tolerances, args.variants, say)
+                rows = pipeline.run_validate(build, loaded, tolerances_for(args, record), args.variants, say)
         with step("package"):
             pipeline.run_package(build, say)
         del loaded
@@ -310,12 +324,12 @@ def run_validate(args) -> int:
 
     build = BuildDir(args.out)
     record = build.record()
-    tolerances = tolerances_from(args, record["random_weights"])
+    tolerances_from(args, record["random_weights"])  # a bad --tol fails now, before the load
     seed = record.get("seed")
     with step(f"load {record['source']}" + (f" (seed {seed})" if seed is not None else "")):
         loaded = pipeline.load_for(build, say)
     with step("validate"):
-        rows = pipeline.run_validate(build, loaded, tolerances, args.variants, say)
+        rows = pipeline.run_validate(build, loaded, tolerances_for(args, record), args.variants, say)
     return finish(rows)
 
 

@@ -37,6 +37,8 @@ from .gpt2 import GPT2, GPT2Config
 
 OPSET = 21
 BATCH, SEQUENCE, PAST, TOTAL = "batch_size", "sequence_length", "past_sequence_length", "total_sequence_length"
+TRACE_SEQUENCE, TRACE_PAST = 5, 3  # the traced call: 5 new tokens after 3 cached ones
+MIN_POSITIONS = TRACE_PAST + TRACE_SEQUENCE  # the shortest context the exporter takes (positions 0 .. 7)
 
 
 @dataclass
@@ -77,8 +79,11 @@ def io_names(n_layer: int, attentions: bool = False, hidden_states: bool = False
     return inputs, outputs
 
 
-def example_inputs(config: GPT2Config, batch: int = 2, sequence: int = 5, past: int = 3) -> tuple[torch.Tensor, ...]:
-    """Sample arguments for tracing. Sizes must be >= 2 or torch.export fixes them as constants."""
+def example_inputs(
+    config: GPT2Config, batch: int = 2, sequence: int = TRACE_SEQUENCE, past: int = TRACE_PAST
+) -> tuple[torch.Tensor, ...]:
+    """Sample arguments for tracing. Sizes must be >= 2 or torch.export fixes them as constants;
+    ``past + sequence`` must be at most ``n_positions`` (the position ids run up to it)."""
     generator = torch.Generator().manual_seed(0)
     input_ids = torch.randint(0, config.vocab_size, (batch, sequence), generator=generator)  # (B, T)
     attention_mask = torch.ones(batch, past + sequence, dtype=torch.int64)  # (B, P+T)

@@ -11,6 +11,10 @@ decode steps:
 * ``fused``: ``plain`` after onnxscript's ONNX Runtime fusions (one MultiHeadAttention operator
   per layer, which never materialises the probabilities).
 
+A model with a shorter context than GPT-2's 1024 positions gets the lengths that fit: the
+longest prompt and the longest past become its own context (``fitted_lengths``), and the speed
+runs a shorter prompt or fewer new tokens (``speed_lengths``).
+
 It measures CPU time of one thread (``time.process_time``) rather than wall time, which other
 processes on a shared machine disturb much more; the minimum over repetitions is kept.
 """
@@ -24,9 +28,21 @@ import numpy as np
 
 from .export import fuse_for_ort, io_names, without_outputs
 from .gpt2 import GPT2Config
+from .runtime import fit_greedy
 
 PREFILL_LENGTHS = (64, 256, 1024)
 DECODE_PASTS = (64, 256, 1023)
+SPEED_PROMPT = 8  # tokens of the prompt before the timed greedy decoding
+
+
+def fitted_lengths(lengths: tuple[int, ...], limit: int) -> list[int]:
+    """``lengths`` with those above ``limit`` replaced by ``limit`` (once), in increasing order."""
+    return sorted({min(n, limit) for n in lengths})
+
+
+def speed_lengths(config: GPT2Config, new_tokens: int) -> tuple[int, int]:
+    """``(prompt, new_tokens)`` of the speed measurement, fitted to the model's context."""
+    return fit_greedy(config.n_positions, SPEED_PROMPT, new_tokens)
 
 
 def _session(path: Path, threads: int):
@@ -73,7 +89,7 @@ def attention_cost(
 
     Args:
         reference: The fp32 graph with ``attentions.{i}`` and ``hidden_states.{j}`` outputs.
-        config: The model's configuration (lengths beyond ``n_positions`` are skipped).
+        config: The model's configuration (lengths beyond its context become the context).
         work_dir: Where the plain and fused graphs are written.
         repeats: Timed runs per measurement; the minimum is kept (at least 2 for long prompts).
         threads: ONNX Runtime intra-op threads.
@@ -94,8 +110,9 @@ def attention_cost(
         "full, fetch logits+present": (full, core),
         "fused": (fused, None),
     }
-    cases = [("prefill", n, 0) for n in PREFILL_LENGTHS if n <= config.n_positions]
-    cases += [("decode", 1, p) for p in DECODE_PASTS if p < config.n_positions]
+    prefills = fitted_lengths(PREFILL_LENGTHS, config.n_positions)
+    cases = [("prefill", n, 0) for n in prefills]
+    cases += [("decode", 1, p) for p in fitted_lengths(DECODE_PASTS, config.n_positions - 1)]
     rng = np.random.default_rng(0)
     rows = []
     for case, new, past in cases:
@@ -121,9 +138,7 @@ def attention_cost(
         "fusions": graphs["fusions"],
         "configs": list(runs),
         "rows": rows,
-        "attention_bytes": {
-            str(n): bytes_per_token * n * n for n in PREFILL_LENGTHS if n <= config.n_positions
-        },
+        "attention_bytes": {str(n): bytes_per_token * n * n for n in prefills},
     }
 
 
@@ -135,7 +150,8 @@ def speed_table(paths: dict[str, Path], config: GPT2Config, runs: int, new_token
         paths: Variant name -> graph file.
         config: The model's configuration.
         runs: Timed runs per variant (median kept).
-        new_tokens: Tokens generated per run, after an 8-token prompt.
+        new_tokens: Tokens generated per run, after a ``SPEED_PROMPT``-token prompt; both are
+            cut to fit the context (``speed_lengths``), and the result says what ran.
         threads: ONNX Runtime intra-op threads (its default if None).
         progress: Called with a line of text per variant.
 
@@ -144,12 +160,13 @@ def speed_table(paths: dict[str, Path], config: GPT2Config, runs: int, new_token
     """
     from .runtime import OrtGPT2, decode_speed
 
+    prompt, new_tokens = speed_lengths(config, new_tokens)
     result = {}
     for name, path in paths.items():
         start = time.perf_counter()
         runner = OrtGPT2(path, config, threads=threads)
         session_s = time.perf_counter() - start
-        result[name] = {**decode_speed(runner, 8, new_tokens, runs), "session_s": round(session_s, 2)}
+        result[name] = {**decode_speed(runner, prompt, new_tokens, runs), "session_s": round(session_s, 2)}
         progress(f"{name}: {result[name]['tok_per_s']} tok/s (median of {runs})")
         del runner
     return result

@@ -257,7 +257,8 @@ def build_manifest(
         name: Model name shown to readers.
         source: Where the weights came from (``preset:tiny``, a directory, a Hub id).
         seed: Random seed of a preset, else None.
-        random_weights: True when the weights are random numbers (a preset).
+        random_weights: True when the weights are random numbers (a preset, or a checkpoint whose
+            next-token distributions are nearly flat: ``validate.weights_verdict``).
         config: ``GPT2Config.to_dict()``.
         inputs: Graph inputs as ``{"name", "dtype", "shape"}`` (the same for every variant).
         outputs: Every output a variant may have, same form; each variant lists its own names.

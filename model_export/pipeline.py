@@ -144,11 +144,16 @@ def load_for(build: BuildDir, progress=print) -> Loaded:
 
 
 def run_build(build: BuildDir, loaded: Loaded, name: str, tokenizer_src: Path, progress=print) -> dict:
-    """Exports the fp32 reference graph and copies the tokenizer files; starts the record."""
+    """Exports the fp32 reference graph and copies the tokenizer files; starts the record.
+
+    The record says whether the weights are random (``validate.weights_verdict``), which
+    decides the default tolerances of ``validate`` and the site's random-weights banner.
+    """
     import onnx
 
     from .export import export_onnx, graph_io
     from .tokenizer import check_vocab_size, find_tokenizer, write_tokenizer_files
+    from .validate import text_tokens, weights_verdict
 
     weights, model = loaded.weights, loaded.model
     tokenizer = find_tokenizer(weights.directory, tokenizer_src)
@@ -158,12 +163,15 @@ def run_build(build: BuildDir, loaded: Loaded, name: str, tokenizer_src: Path, p
     progress(f"fp32 reference graph: {exported.bytes / 1e6:.1f} MB in {exported.seconds:.1f} s")
     inputs, outputs = graph_io(onnx.load(str(build.reference), load_external_data=False))
     files = write_tokenizer_files(tokenizer, build.root)
+    verdict = weights_verdict(model, text_tokens(build.root, model.config.n_positions), weights.random_weights)
+    progress(f"{'random' if verdict['random'] else 'trained'} weights: {verdict['reason']}")
     return build.update_record(
         name=name,
         source=weights.source,
         kind=weights.kind,
         seed=weights.seed,
-        random_weights=weights.random_weights,
+        random_weights=verdict["random"],
+        weights=verdict,
         config=model.config.to_dict(),
         inputs=inputs,
         outputs=outputs,
@@ -322,16 +330,23 @@ def run_report(
     attention_repeats: int = 5,
     progress=print,
 ) -> dict:
-    """Measures decoding speed (and optionally the attention-output cost); writes the reports."""
+    """Measures decoding speed (and optionally the attention-output cost); writes the reports.
+
+    The prompt and ``new_tokens`` are cut to fit the model's context (``measure.speed_lengths``);
+    the record keeps what ran.
+    """
     from .measure import attention_cost as measure_attention_cost
-    from .measure import speed_table
+    from .measure import speed_lengths, speed_table
     from .report import write_reports
 
     record = build.record()
     config = config_of(record)
     paths = {"fp32": build.reference, **{name: build.runnable_graph(name) for name in build.built_variants()}}
-    speed = speed_table(paths, config, runs, new_tokens, threads, progress)
-    changes = {"speed": {"runs": runs, "new_tokens": new_tokens, "threads": threads, "variants": speed}}
+    prompt, fitted = speed_lengths(config, new_tokens)
+    if fitted < new_tokens:
+        progress(f"{fitted} new tokens per run instead of {new_tokens}: the model has {config.n_positions} positions")
+    speed = speed_table(paths, config, runs, fitted, threads, progress)
+    changes = {"speed": {"runs": runs, "prompt": prompt, "new_tokens": fitted, "threads": threads, "variants": speed}}
     if attention_cost:
         changes["attention_cost"] = measure_attention_cost(
             build.reference, config, build.work / "attention-cost", attention_repeats, 1, progress

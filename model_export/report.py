@@ -53,6 +53,7 @@ def summarize(record: dict, manifest: dict | None) -> dict:
         "source": record["source"],
         "seed": record.get("seed"),
         "random_weights": record["random_weights"],
+        "weights": record.get("weights"),
         "config": record["config"],
         "variants": variants,
         "default_variants": (manifest or {}).get("default_variants", {}),
@@ -97,7 +98,7 @@ def render_markdown(report: dict) -> str:
     """``report.md``: Markdown with second-level headings (the page supplies the title)."""
     config = report["config"]
     lines = []
-    weights = f"random weights (seed {report['seed']})" if report["random_weights"] else "trained weights"
+    weights = weights_text(report)
     lines += [
         f"**Model** `{report['name']}` from `{report['source']}`, {weights}: "
         f"{config['n_layer']} layers, {config['n_head']} heads, width {config['n_embd']}, "
@@ -126,7 +127,8 @@ def render_markdown(report: dict) -> str:
         threads = speed.get("threads") or "ONNX Runtime's default number of"
         lines += [
             f"CPU tok/s: ONNX Runtime in Python on the build machine, {threads} threads, greedy decoding of "
-            f"{speed['new_tokens']} tokens after an 8-token prompt with the KV cache, median of {speed['runs']} runs. "
+            f"{speed['new_tokens']} tokens after a {speed['prompt']}-token prompt with the KV cache, median of "
+            f"{speed['runs']} runs. "
             "KL, top-1, top-5 and perplexity ratio compare each variant's next-token distributions with the fp32 "
             "graph's on a text shipped with the exporter (teacher-forced)."
             + (" With random weights the distributions are nearly flat: top-1 agreement is low even for a "
@@ -163,6 +165,18 @@ def render_markdown(report: dict) -> str:
     if cost:
         lines += render_attention_cost(cost)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def weights_text(report: dict) -> str:
+    """``trained weights``, ``random weights (seed 0)`` for a preset, or why a checkpoint's
+    weights count as random (``validate.weights_verdict``)."""
+    if not report["random_weights"]:
+        return "trained weights"
+    if report["seed"] is not None:
+        return f"random weights (seed {report['seed']})"
+    share = (report.get("weights") or {}).get("share")
+    measured = f", mean next-token entropy {share:.2%} of the uniform distribution's" if share is not None else ""
+    return f"random weights (nearly flat next-token distributions{measured})"
 
 
 def render_attention_cost(cost: dict) -> list[str]:

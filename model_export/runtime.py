@@ -150,7 +150,14 @@ def greedy(
 
     Returns:
         (B, new_tokens) int64 generated ids.
+
+    Raises:
+        ValueError: If the longest prompt and the new tokens do not fit the model's context.
     """
+    needed = greedy_positions(max(len(p) for p in prompts), new_tokens)
+    if needed > runner.config.n_positions:
+        raise ValueError(f"greedy decoding of {new_tokens} tokens after these prompts needs {needed} positions; "
+                         f"the model has {runner.config.n_positions} (see fit_greedy)")
     input_ids, attention_mask = left_pad(prompts)  # (B, L)
     batch = len(prompts)
     generated = np.zeros((batch, 0), np.int64)
@@ -171,11 +178,35 @@ def greedy(
     return generated
 
 
+def greedy_positions(prompt_len: int, new_tokens: int) -> int:
+    """Positions ``greedy`` feeds the model: the prompt and every generated token but the last."""
+    return prompt_len + new_tokens - 1
+
+
+def fit_greedy(n_positions: int, prompt_len: int, new_tokens: int) -> tuple[int, int]:
+    """A prompt length and a number of new tokens that ``greedy`` can run within the context.
+
+    The prompt is cut to at most half the context, then the new tokens to what is left, so
+    that ``greedy_positions(prompt, new) <= n_positions``; lengths that fit stay as they are.
+
+    Args:
+        n_positions: The model's context (``GPT2Config.n_positions``).
+        prompt_len: The wanted prompt length (>= 1).
+        new_tokens: The wanted number of generated tokens (>= 1).
+
+    Returns:
+        ``(prompt_len, new_tokens)``, each >= 1 for a context of at least 2.
+    """
+    prompt = max(1, min(prompt_len, n_positions // 2))
+    return prompt, max(1, min(new_tokens, n_positions - prompt + 1))
+
+
 def decode_speed(runner, prompt_len: int = 8, new_tokens: int = 64, runs: int = 5) -> dict:
     """Tokens per second of greedy decoding with the KV cache, batch 1.
 
     One untimed warm-up run, then ``runs`` timed runs of a ``prompt_len``-token prompt followed
-    by ``new_tokens`` generated tokens (the prompt's forward pass included in the time).
+    by ``new_tokens`` generated tokens (the prompt's forward pass included in the time). Both
+    must fit the context (see ``fit_greedy``).
 
     Returns:
         ``{"tok_per_s": median, "tok_per_s_runs": [...], "prompt": prompt_len, "new_tokens": ...}``.

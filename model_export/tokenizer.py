@@ -102,7 +102,8 @@ def check_vocab_size(source: TokenizerSource, vocab_size: int) -> None:
     largest = max(vocab.values())
     if largest >= vocab_size:
         raise TokenizerError(
-            f"{source.files['vocab.json']} uses token id {largest}, but the model's vocab_size is {vocab_size}"
+            f"{source.files['vocab.json']} uses token id {largest}, but the model's vocab_size is {vocab_size}; "
+            f"this tokenizer needs vocab_size >= {largest + 1}"
         )
 
 

@@ -16,10 +16,17 @@ Three comparisons, in order:
 
 A row passes when its measurement is within its bound: at most ``limit`` for errors, at least
 ``limit`` for agreements. NaN never passes.
+
+Every length is fitted to the model's context: the batches, the greedy continuations and the
+text are cut so that no check feeds a position beyond ``n_positions`` (``batch_lengths``,
+``runtime.fit_greedy``, ``text_tokens``); a context under ``export.MIN_POSITIONS`` is refused
+when the checkpoint is read. Which bounds apply, random or trained weights, is measured on the
+weights (``weights_verdict``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -28,10 +35,15 @@ import numpy as np
 import torch
 
 from .gpt2 import GPT2
-from .runtime import OrtGPT2, TorchGPT2, empty_past, greedy, positions_from_mask
+from .runtime import OrtGPT2, TorchGPT2, empty_past, fit_greedy, greedy, positions_from_mask
 
+PROMPT_LEN, DECODE_LEN, PAD = 8, 3, 3  # the left-padded batch of two: a prefill, then decode steps
+GREEDY_PROMPT, GREEDY_NEW, GREEDY_SHORTER = 8, 20, 3  # greedy: 20 tokens after prompts of 8 and 8 - 3 tokens
+PADDED_LEN, PADDED_PAD = 8, 5  # each variant's left-padded batch (finite logits)
 TEXT_TOKENS = 512  # of the validation text, at most (and at most n_positions)
 CACHE_STEPS = 16  # decode steps compared with the same variant's teacher-forced logits
+TOP_K = 5  # the top-k overlap (at most the vocabulary)
+FLAT_SHARE = 0.9  # mean next-token entropy / log(vocab_size) from which weights count as random
 
 
 @dataclass
@@ -73,7 +85,7 @@ class Tolerances:
 
     @classmethod
     def defaults(cls, random_weights: bool) -> Tolerances:
-        """Bounds suited to random weights (a preset) or to a trained checkpoint.
+        """Bounds suited to random weights or to a trained checkpoint (see ``weights_verdict``).
 
         Random weights give nearly flat next-token distributions: a tiny change of the logits
         moves the top-1 token, so agreements are low and KL tiny even for a good variant.
@@ -170,7 +182,9 @@ def max_abs_diff(a, b, where: np.ndarray | None = None) -> float:
     return float(diff.max()) if diff.size else 0.0
 
 
-def example_batch(vocab_size: int, length: int = 8, pad: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def example_batch(
+    vocab_size: int, length: int = PROMPT_LEN, pad: int = PAD, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Two random sequences, the second left-padded by ``pad`` tokens.
 
     Returns:
@@ -215,9 +229,16 @@ def prefill_then_decode(runner, input_ids: np.ndarray, attention_mask: np.ndarra
     return first, runner.run(input_ids[:, split:], attention_mask, positions[:, split:], first[1])
 
 
-def check_against_hf(model: GPT2, hf_model, tol: float, prompt_len: int = 8, decode_len: int = 3) -> list[CheckResult]:
+def batch_lengths(n_positions: int) -> tuple[int, int]:
+    """``(prompt, decode)`` of the left-padded batch: the prompt is cut so that both fit the
+    context (``export.MIN_POSITIONS`` leaves it longer than the padding)."""
+    return min(PROMPT_LEN, n_positions - DECODE_LEN), DECODE_LEN
+
+
+def check_against_hf(model: GPT2, hf_model, tol: float) -> list[CheckResult]:
     """Our PyTorch module vs Hugging Face's, on real (unpadded) token positions only."""
-    input_ids, attention_mask = example_batch(model.config.vocab_size, prompt_len + decode_len)
+    prompt_len, decode_len = batch_lengths(model.config.n_positions)
+    input_ids, attention_mask = example_batch(model.config.vocab_size, prompt_len + decode_len, PAD)
     real = attention_mask.astype(bool)[:, :, None]  # (B, L, 1)
     reference = hf_logits(hf_model, input_ids, attention_mask)  # (B, L, V)
 
@@ -241,10 +262,11 @@ def top1_agreement(a: np.ndarray, b: np.ndarray, where: np.ndarray | None = None
     return float(same[where].mean() if where is not None else same.mean())
 
 
-def check_onnx(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tolerances: Tolerances, prompt_len: int = 8):
+def check_onnx(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tolerances: Tolerances):
     """fp32 ONNX Runtime vs our PyTorch module on a left-padded batch: a prefill with an empty
-    past, then three tokens with that past; every output the graph has."""
-    input_ids, attention_mask = example_batch(torch_runner.config.vocab_size, prompt_len + 3)
+    past, then ``DECODE_LEN`` tokens with that past; every output the graph has."""
+    prompt_len, decode_len = batch_lengths(torch_runner.config.n_positions)
+    input_ids, attention_mask = example_batch(torch_runner.config.vocab_size, prompt_len + decode_len, PAD)
     ort_out = prefill_then_decode(ort_runner, input_ids, attention_mask, split=prompt_len, everything=True)
     torch_out = prefill_then_decode(torch_runner, input_ids, attention_mask, split=prompt_len, everything=True)
     real = attention_mask.astype(bool)
@@ -271,12 +293,15 @@ def check_onnx(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tolerances: Toleran
     return rows
 
 
-def check_greedy(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tol_tokens: int, new_tokens: int = 20) -> list:
+def check_greedy(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tol_tokens: int, new_tokens: int = GREEDY_NEW) -> list:
     """Greedy continuations of a left-padded batch of two prompts: ONNX Runtime with and
-    without its KV cache vs PyTorch recomputing the whole sequence at every step."""
+    without its KV cache vs PyTorch recomputing the whole sequence at every step. The prompts
+    and ``new_tokens`` are cut to fit the context (``runtime.fit_greedy``)."""
     rng = np.random.default_rng(1)
-    vocab = torch_runner.config.vocab_size
-    prompts = [rng.integers(0, vocab, 8).tolist(), rng.integers(0, vocab, 5).tolist()]
+    config = torch_runner.config
+    prompt_len, new_tokens = fit_greedy(config.n_positions, GREEDY_PROMPT, new_tokens)
+    lengths = (prompt_len, max(1, prompt_len - GREEDY_SHORTER))
+    prompts = [rng.integers(0, config.vocab_size, n).tolist() for n in lengths]
     rows = []
     for no_repeat, label in [(False, "greedy"), (True, "no-repeat greedy")]:
         expected = greedy(torch_runner, prompts, new_tokens, no_repeat=no_repeat, use_cache=False)
@@ -347,6 +372,12 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
+def top_k(logits: np.ndarray) -> np.ndarray:
+    """(T, k) ids of the ``TOP_K`` (at most V) largest logits of each row, unordered."""
+    k = min(TOP_K, logits.shape[-1])
+    return np.argpartition(-logits, k - 1, axis=-1)[:, :k]
+
+
 class Distributions:
     """Next-token log-probabilities of one run, computed once and compared with several others.
 
@@ -357,7 +388,7 @@ class Distributions:
     def __init__(self, logits: np.ndarray):
         self.logits = logits
         self.log_probs = log_softmax(logits)  # (T, V) float64
-        self.top5 = np.argpartition(-logits, 5, axis=-1)[:, :5]  # (T, 5), unordered
+        self.top5 = top_k(logits)  # (T, TOP_K), unordered
 
     def compare(self, other: np.ndarray, targets: np.ndarray | None = None) -> dict:
         """How far ``other``'s next-token distributions are from these.
@@ -378,8 +409,8 @@ class Distributions:
     def _compare(self, other: np.ndarray, targets: np.ndarray | None) -> dict:
         p, q = self.log_probs, log_softmax(other)  # (T, V)
         kl = (np.exp(p) * (p - q)).sum(axis=-1)  # (T,)
-        top5 = np.argpartition(-other, 5, axis=-1)[:, :5]
-        overlap = [len(set(a) & set(b)) / 5 for a, b in zip(self.top5.tolist(), top5.tolist(), strict=True)]
+        top5 = top_k(other)
+        overlap = [len(set(a) & set(b)) / top5.shape[1] for a, b in zip(self.top5.tolist(), top5.tolist(), strict=True)]
         metrics = {
             "kl": float(kl.mean()),
             "top1": top1_agreement(self.logits, other),
@@ -438,7 +469,8 @@ def compare_variant(
     metrics = reference.compare(logits[:-1], targets)
     steps = min(CACHE_STEPS, len(tokens) - 1)
     metrics["cache_kl"] = Distributions(logits[-steps:]).compare(cached_logits(runner, tokens, steps))["kl"]
-    input_ids, attention_mask = example_batch(runner.config.vocab_size, 8, pad=5)
+    length = min(PADDED_LEN, runner.config.n_positions)
+    input_ids, attention_mask = example_batch(runner.config.vocab_size, length, pad=min(PADDED_PAD, length - 1))
     padded = runner.run(input_ids, attention_mask, positions_from_mask(attention_mask), empty_past(runner.config, 2))
     metrics["nonfinite_padded"] = int((~np.isfinite(padded[0])).sum())
     metrics["tokens"] = len(tokens)
@@ -452,6 +484,50 @@ def compare_variant(
         check(f"{name}: non-finite logits, left-padded batch", metrics["nonfinite_padded"], 0, group=name),
     ]
     return rows, metrics
+
+
+# ---------------------------------------------------------------- random or trained weights
+
+
+def mean_entropy(logits: np.ndarray) -> float:
+    """Mean entropy, in nats, of the next-token distributions of (T, V) logits."""
+    log_probs = log_softmax(logits)
+    return float(-(np.exp(log_probs) * log_probs).sum(axis=-1).mean())
+
+
+def weights_verdict(model: GPT2, tokens: list[int], preset: bool = False) -> dict:
+    """Whether ``Tolerances.defaults`` should take the bounds for random or for trained weights.
+
+    The random-weight bounds are made for nearly flat next-token distributions, so flatness is
+    what is measured: the mean entropy of our fp32 module's next-token distributions over the
+    validation text, as a share of log(vocab_size), the entropy of the uniform distribution.
+    From ``FLAT_SHARE`` (90 %) up the weights count as random. Default-initialised GPT-2s
+    (weights of standard deviation 0.02, as ``GPT2LMHeadModel(config)`` or
+    ``save_pretrained`` of one gives) measure 98 % (GPT-2 small's shape) to 99.99 % (8 wide);
+    trained GPT-2 small has an entropy of a few nats on English, about a third of
+    log(50257) = 10.8. Neither a config field nor a file name is trusted: a Hub model may be
+    random, a local directory trained. A preset is random by construction whatever it measures.
+
+    Args:
+        model: Our PyTorch module.
+        tokens: The validation text's ids (``text_tokens``).
+        preset: Whether the weights are a preset's random initialisation.
+
+    Returns:
+        ``{"random": bool, "entropy": nats, "uniform": log(vocab_size), "share": their ratio,
+        "reason": a sentence}``.
+    """
+    entropy = mean_entropy(teacher_forced_logits(TorchGPT2(model), tokens))
+    uniform = math.log(model.config.vocab_size)
+    share = entropy / uniform if uniform > 0 else 1.0
+    flat = share >= FLAT_SHARE
+    measured = (f"mean next-token entropy on the {len(tokens)}-token validation text {entropy:.3g} nats, "
+                f"{share:.2%} of log(vocab_size) = {uniform:.3g}")
+    if preset:
+        reason = f"a preset, random by construction ({measured})"
+    else:
+        reason = f"{measured}, {'at least' if flat else 'under'} {FLAT_SHARE:.0%}"
+    return {"random": preset or flat, "entropy": entropy, "uniform": uniform, "share": share, "reason": reason}
 
 
 def format_value(value) -> str:

