@@ -45,6 +45,8 @@ help:
 	@echo "make test    build everything and run every test"
 	@echo "(also: make site | model MODEL=... | assets | setup | check-budgets | clean)"
 
+# The address written into sitemap.xml (mkdocs.yml's site_url): the one `make serve` serves.
+serve: export SITE_URL ?= http://127.0.0.1:$(PORT)/
 serve: site
 	$(PY) site_src/serve.py $(SITE_DIR) --port $(PORT)
 

@@ -107,6 +107,13 @@ def test_builds_real_gpt2_checks_budgets_then_deploys():
     assert index["actions/setup-node@"] < runs[0] and runs[-1] < index["actions/upload-pages-artifact@"]
     upload = steps(data, "build")[index["actions/upload-pages-artifact@"]]
     assert upload["with"]["path"] == "site"  # SITE_DIR's default
+    # The Pages address reaches the build as SITE_URL (mkdocs.yml's site_url: the sitemap).
+    pages = next(i for i, u in enumerate(uses) if u.startswith("actions/configure-pages@"))
+    build_step = next(s for s in steps(data, "build") if s.get("run", "").startswith("make site"))
+    pages_id = steps(data, "build")[pages]["id"]
+    assert pages < steps(data, "build").index(build_step)
+    assert build_step["env"]["SITE_URL"] == "${{ steps.%s.outputs.base_url }}/" % pages_id
+    assert "!ENV [SITE_URL," in (ROOT / "mkdocs.yml").read_text()
 
     deploy = data["jobs"]["deploy"]
     assert deploy["needs"] == "build"
