@@ -15,6 +15,8 @@
  * Works in Web Workers and on the page.
  * @module download
  */
+import { stallNotice } from "./errors.js";
+import { LIMITS } from "./limits.js";
 
 /** Name of the Cache Storage bucket holding model files. */
 export const CACHE_NAME = "tx-models-v1";
@@ -143,15 +145,16 @@ async function fetchFile(file, { signal, onBytes, watch }) {
  * @param {(p: {stage: string, message: string, loaded?: number, total?: number}) => void} [options.onProgress]
  * @param {(message: string) => void} [options.onNotice] a one-off remark for the reader
  * @param {number} [options.concurrency=4] files downloaded at the same time
- * @param {number} [options.stallNoticeMs=5000] silence before the reader is told the server is slow
- * @param {number} [options.stallTimeoutMs=30000] silence after which the download fails (retryable)
+ * @param {number} [options.stallNoticeMs=LIMITS.stallNoticeMs] silence before the reader is told
+ *   "No data for 5 s — still waiting…" (progress stage "stalled", updated every second)
+ * @param {number} [options.stallTimeoutMs=LIMITS.stallTimeoutMs] silence after which the download fails (retryable)
  * @param {boolean} [options.useCache=true] read and write Cache Storage
  * @returns {Promise<{files: Map<string, Uint8Array>, fromCache: number, fromNetwork: number, storage: "cache"|"memory"}>}
  *   `fromCache` / `fromNetwork` count bytes
  */
 export async function fetchVerified(files, {
   baseUrl, onProgress = () => {}, onNotice = () => {}, concurrency = 4,
-  stallNoticeMs = 5000, stallTimeoutMs = 30000, useCache = true,
+  stallNoticeMs = LIMITS.stallNoticeMs, stallTimeoutMs = LIMITS.stallTimeoutMs, useCache = true,
 } = {}) {
   const entries = files.map((f) => {
     const url = new URL(f.path, baseUrl).href;
@@ -199,11 +202,11 @@ export async function fetchVerified(files, {
 
   const abort = new AbortController();
   let silentSince = Date.now();
-  let warned = false;
+  let warned = null; // the stall notice shown last, or null while data flows
   const watch = () => {
     silentSince = Date.now();
     if (warned) {
-      warned = false;
+      warned = null;
       report(true);
     }
   };
@@ -213,9 +216,10 @@ export async function fetchVerified(files, {
       const path = missing.find((f) => !out.has(f.path))?.path ?? "the model";
       abort.abort(new ModelFileError(`The server stopped sending ${path}: nothing arrived for ${Math.round(silent / 1000)} s. Retry to continue the download.`,
         { kind: "stalled", path }));
-    } else if (silent >= stallNoticeMs && !warned) {
-      warned = true;
-      onProgress({ stage: "stalled", message: `The server is slow: nothing has arrived for ${Math.round(silent / 1000)} s; still waiting`, loaded, total });
+    } else if (silent >= stallNoticeMs) {
+      const message = stallNotice(silent / 1000);
+      if (message !== warned) onProgress({ stage: "stalled", message, loaded, total }); // once a second
+      warned = message;
     }
   }, Math.max(50, Math.min(1000, stallNoticeMs / 4)));
 
@@ -225,6 +229,7 @@ export async function fetchVerified(files, {
       await cache.put(file.key, new Response(bytes, { headers: { "content-type": "application/octet-stream", "content-length": String(bytes.length) } }));
     } catch (err) {
       cache = null;
+      if (storage === "memory") return; // another file's store failed first and said so
       storage = "memory";
       onNotice(err && err.name === "QuotaExceededError"
         ? "Your browser has no room left to store the model (storage quota), so it stays in memory for this visit and downloads again next time."

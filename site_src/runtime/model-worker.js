@@ -12,6 +12,7 @@
  * Messages out:
  *   {type: "progress", stage, message, loaded?, total?}
  *   {type: "notice", message}
+ *   {type: "lost", reason}                    (the WebGPU device is gone: the page ends this worker)
  *   {type: "token", target, token}
  *   {id, result} or {id, error: {name, message, kind?, retryable?}}
  *
@@ -22,8 +23,9 @@
  */
 import { vendorURL } from "./paths.js";
 import { fetchVerified } from "./download.js";
+import { isRetryable, manifestMessage } from "./errors.js";
 import { expandWeights } from "./expand.js";
-import { rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
+import { missingManifestField, rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
 
@@ -102,15 +104,35 @@ async function pickBackend(requested, fallback) {
   throw tagged("WebGPU was requested but this browser offers no WebGPU adapter; choose WASM instead.", "backend");
 }
 
+/** The parsed manifest, checked for the fields the runtime reads (all faults retryable: the site may be updating). */
 async function readManifest(url) {
   let response;
   try {
     response = await fetch(url, { cache: "no-cache" });
-  } catch (err) {
-    throw tagged(`Could not read the model's manifest: ${err.message || err}. Check your connection and retry.`, "network", true);
+  } catch {
+    throw tagged(manifestMessage({ kind: "network" }), "network", true);
   }
-  if (!response.ok) throw tagged(`Could not read the model's manifest: HTTP ${response.status} for ${url}.`, "http", true);
-  return response.json();
+  if (!response.ok) throw tagged(manifestMessage({ kind: "http", status: response.status }), "http", true);
+  let manifest;
+  try {
+    manifest = JSON.parse(await response.text());
+  } catch {
+    throw tagged(manifestMessage({ kind: "json" }), "manifest", true);
+  }
+  const missing = missingManifestField(manifest);
+  if (missing) throw tagged(manifestMessage({ kind: "fields", field: missing }), "manifest", true);
+  return manifest;
+}
+
+/** Tell the page when the GPU device under the WebGPU session is lost (destroyed, driver reset, ...). */
+async function watchDevice() {
+  let device;
+  try {
+    device = await ort.env.webgpu.device;
+  } catch {
+    return; // no device to watch
+  }
+  device?.lost?.then((info) => self.postMessage({ type: "lost", reason: (info && (info.message || info.reason)) || "" }));
 }
 
 /**
@@ -224,6 +246,7 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
     opened = await open(backend);
   }
   const { session, variant } = opened;
+  if (backend === "webgpu") watchDevice();
   const outputs = new Set(session.outputNames || variantOutputs(manifest, variant));
   model = {
     session, config: manifest.config, backend, variant: variant.name, threads: backend === "wasm" ? threads : null,
@@ -460,7 +483,8 @@ self.onmessage = async ({ data }) => {
   } catch (err) {
     self.postMessage({
       id,
-      error: { name: (err && err.name) || "Error", message: String((err && err.message) || err), kind: err && err.kind, retryable: Boolean(err && err.retryable) },
+      // Untagged errors (e.g. onnxruntime-web's bundle not downloading) are retryable when errors.js says so.
+      error: { name: (err && err.name) || "Error", message: String((err && err.message) || err), kind: err && err.kind, retryable: isRetryable(err) },
     });
   }
 };

@@ -21,8 +21,16 @@
  * count, shared by every widget on the page (also on a course page on another origin that
  * imported the widgets from this site). A failed load is forgotten, so calling
  * `loadModel` again retries it (files already verified come from Cache Storage).
+ *
+ * A model that stops working (its WebGPU device lost, its worker crashed) rejects every
+ * call with a `ModelError` (`retryable`), resolves `model.lost` with it, and is forgotten,
+ * so `loadModel` again starts a fresh worker and session:
+ *
+ *   model.lost.then((err) => widget.showError(err, { retry: () => widget.update() }));
  * @module model
  */
+import { dataFileMessage, deviceLostMessage, workerMessage } from "./errors.js";
+import { limits } from "./limits.js";
 import { modelsURL } from "./paths.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
 import { createModuleWorker } from "./worker.js";
@@ -129,10 +137,15 @@ function endMessage({ reason, newTokens, contextLimit }) {
 class ModelHandle {
   constructor(channel, info, tokenizer, key) {
     this.channel = channel;
-    /** {name, backend, variant, dtype, threads, config, outputs: {attentions, hiddenStates}, storage, notices, bytes, timings} */
+    /**
+     * {name, backend, variant, dtype, threads, config, outputs: {attentions, hiddenStates}, storage, notices, bytes, timings,
+     * backendNote}: `backendNote` says why an "auto" load runs on WASM ("" otherwise)
+     */
     this.info = info;
     this.tokenizer = tokenizer;
     this.key = key;
+    /** Promise of the ModelError that ended this model (device lost, worker crashed); pending while it works. */
+    this.lost = channel.lost;
   }
 
   /**
@@ -180,37 +193,55 @@ class ModelHandle {
   }
 }
 
-function workerChannel({ onProgress, onNotice }) {
+function workerChannel({ onProgress, onNotice, onBroken }) {
   // createModuleWorker also works when a course page on another origin imported the widgets.
   const worker = createModuleWorker(new URL("./model-worker.js", import.meta.url));
   const pending = new Map();
   let nextId = 1;
+  let broken = null;
+  let markLost;
+  const lost = new Promise((resolve) => {
+    markLost = resolve;
+  });
+  /** The worker can no longer serve: fail every call, now and later, and end it. */
+  const breakDown = (err) => {
+    if (broken) return;
+    broken = err;
+    worker.terminate();
+    for (const call of pending.values()) call.reject(err);
+    pending.clear();
+    markLost(err);
+    onBroken(err);
+  };
   worker.onmessage = ({ data }) => {
     if (data.type === "progress") return onProgress(data);
     if (data.type === "notice") return onNotice(data.message);
     if (data.type === "token") return pending.get(data.target)?.onToken?.(data.token);
+    if (data.type === "lost") return breakDown(new ModelError({ message: deviceLostMessage(data.reason), kind: "device-lost", retryable: true }));
     const call = pending.get(data.id);
     if (!call) return;
     pending.delete(data.id);
     if (data.error) call.reject(new ModelError(data.error));
     else call.resolve(data.result);
   };
+  // The worker script did not load (e.g. HTTP 404), or it threw outside any request.
   worker.onerror = (event) => {
     event.preventDefault();
-    for (const call of pending.values()) call.reject(new ModelError({ message: `The model worker failed: ${event.message || "unknown error"}`, kind: "worker", retryable: true }));
-    pending.clear();
+    breakDown(new ModelError({ message: workerMessage("model", event.message), kind: "worker", retryable: true }));
   };
   return {
+    lost,
     call(message, onToken) {
       const id = nextId++;
       const promise = new Promise((resolve, reject) => {
+        if (broken) return reject(broken);
         pending.set(id, { resolve, reject, onToken });
         worker.postMessage({ id, ...message });
       });
       return { id, promise };
     },
     post(message) {
-      worker.postMessage(message);
+      if (!broken) worker.postMessage(message);
     },
     terminate() {
       worker.terminate();
@@ -220,27 +251,55 @@ function workerChannel({ onProgress, onNotice }) {
   };
 }
 
-async function fetchJson(url) {
+/** A JSON file of the model runtime, named `what` in messages. */
+async function fetchJson(url, what) {
+  const fail = (fault) => new ModelError({ message: dataFileMessage(what, fault), kind: fault.kind, retryable: true });
   let response;
   try {
     response = await fetch(url, { cache: "no-cache" });
-  } catch (err) {
-    throw new ModelError({ message: `Could not reach ${url}: ${err.message || err}. Check your connection and retry.`, kind: "network", retryable: true });
+  } catch {
+    throw fail({ kind: "network" });
   }
-  if (!response.ok) throw new ModelError({ message: `HTTP ${response.status} for ${url}`, kind: "http", retryable: true });
-  return response.json();
+  if (!response.ok) throw fail({ kind: "http", status: response.status });
+  try {
+    return JSON.parse(await response.text());
+  } catch {
+    throw fail({ kind: "json" });
+  }
 }
 
 /** The site's default model name (from models/index.json). */
 export async function defaultModelName() {
-  return (await fetchJson(new URL("index.json", modelsURL))).default;
+  const what = "The site's list of models (models/index.json)";
+  const index = await fetchJson(new URL("index.json", modelsURL), what);
+  if (typeof index?.default !== "string") {
+    throw new ModelError({ message: dataFileMessage(what, { kind: "fields", field: "default model" }), kind: "fields", retryable: true });
+  }
+  return index.default;
+}
+
+/**
+ * `name` when models/index.json lists it; otherwise an error naming the models there are
+ * (before any request is made with it: a name from an attribute may be anything).
+ */
+async function knownModelName(name) {
+  const index = await fetchJson(new URL("index.json", modelsURL), "The site's list of models (models/index.json)");
+  const names = Object.keys(index?.models ?? {});
+  if (Object.hasOwn(index?.models ?? {}, name)) return name;
+  const shown = String(name).length > 40 ? `${String(name).slice(0, 40)}…` : String(name);
+  throw new ModelError({ message: `This site has no model “${shown}”; the model must be one of ${names.map((n) => `“${n}”`).join(", ")}.`, kind: "missing" });
+}
+
+/** Where "auto" runs, and the sentence that says why when it is not WebGPU. */
+async function autoBackend() {
+  if (!globalThis.navigator?.gpu) return { backend: "wasm", note: "This browser has no WebGPU, so the model runs on the CPU (WASM)." };
+  const adapter = await navigator.gpu.requestAdapter().catch(() => null);
+  return adapter ? { backend: "webgpu", note: "" } : { backend: "wasm", note: "This browser offers no WebGPU adapter, so the model runs on the CPU (WASM)." };
 }
 
 /** "webgpu" when this browser offers a WebGPU adapter, else "wasm". */
 export async function bestBackend() {
-  if (!globalThis.navigator?.gpu) return "wasm";
-  const adapter = await navigator.gpu.requestAdapter().catch(() => null);
-  return adapter ? "webgpu" : "wasm";
+  return (await autoBackend()).backend;
 }
 
 /**
@@ -254,13 +313,15 @@ export async function bestBackend() {
  * @param {(p: {stage: string, message: string, loaded?: number, total?: number}) => void} [options.onProgress]
  * @param {(message: string) => void} [options.onNotice] remarks such as "kept in memory only"
  * @param {{stallNoticeMs?: number, stallTimeoutMs?: number, concurrency?: number, useCache?: boolean}} [options.download]
+ *   stall limits default to the page's `limits()` (limits.js)
  * @returns {Promise<ModelHandle>}
  */
 export async function loadModel({
   model, backend = "auto", variant, threads, needs = [], onProgress = () => {}, onNotice = () => {}, download = {},
 } = {}) {
-  const resolved = backend === "auto" ? await bestBackend() : backend;
-  const name = model || (await defaultModelName());
+  const auto = backend === "auto" ? await autoBackend() : { backend, note: "" };
+  const resolved = auto.backend;
+  const name = model ? await knownModelName(model) : await defaultModelName();
   const key = JSON.stringify([name, resolved, variant || null, threads || null, [...needs].sort()]);
   let entry = loaded.get(key);
   if (entry) {
@@ -273,13 +334,19 @@ export async function loadModel({
   const channel = workerChannel({
     onProgress: (event) => entry.progress.forEach((fn) => fn(event)),
     onNotice: (message) => entry.notice.forEach((fn) => fn(message)),
+    onBroken: () => {
+      if (loaded.get(key) === entry) loaded.delete(key); // the next loadModel starts afresh
+    },
   });
   const manifestUrl = new URL(`${name}/manifest.json`, modelsURL).href;
+  const { stallNoticeMs, stallTimeoutMs } = limits(download);
   entry.promise = (async () => {
     const { tokenizer: files, ...info } = await channel.call({
-      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs, download,
+      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs,
+      download: { ...download, stallNoticeMs, stallTimeoutMs },
     }).promise;
     const tokenizer = new GPT2Tokenizer(JSON.parse(files.vocab), files.merges);
+    info.backendNote = info.backend === "wasm" ? auto.note : "";
     entry.handle = new ModelHandle(channel, info, tokenizer, key);
     return entry.handle;
   })();

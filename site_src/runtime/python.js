@@ -23,9 +23,19 @@
  * NumPy call), the worker is terminated and a fresh one started; other calls that were
  * waiting are sent to the new worker.
  *
+ * When Python cannot start (a runtime file missing, damaged or stalled, the worker script
+ * not loading), every waiting call rejects with a `PythonError` whose `retryable` is true
+ * and whose message names what failed; the next call replaces the worker and starts
+ * Python afresh. Widgets show both with `followPython`:
+ *
+ *   this.unsubscribe = followPython(this);   // progress while loading; a Retry elsewhere re-runs this one too
+ *   callDemo(...).catch((err) => this.showError(err, { retry: () => this.update() }));
+ *
  * @module python
  */
 
+import { workerMessage } from "./errors.js";
+import { limits } from "./limits.js";
 import { createModuleWorker } from "./worker.js";
 
 let worker = null;
@@ -33,18 +43,24 @@ let nextId = 1;
 const pending = new Map();
 const progressListeners = new Set();
 let lastProgress = null;
+/** Whether the current worker's Python start failed (the next call replaces the worker). */
+let startFailed = false;
 /** Views on the SharedArrayBuffer shared with the current worker, or null. */
 let interrupt = null;
 
 const SIGINT = 2; // what Pyodide's interrupt buffer expects: raise KeyboardInterrupt
 const GRACE_MS = 1500; // an interrupted call that has not stopped by then costs the worker
 
-/** An error raised inside Python (or while starting it), with the Python exception type. */
+/**
+ * An error raised inside Python (or while starting it), with the Python exception type;
+ * `retryable` when Python itself could not start ("StartError", "WorkerError").
+ */
 export class PythonError extends Error {
-  constructor(type, message) {
+  constructor(type, message, { retryable = false } = {}) {
     super(message);
     this.name = "PythonError";
     this.pythonType = type;
+    this.retryable = retryable;
   }
 }
 
@@ -68,18 +84,33 @@ export function interruptMode() {
   return globalThis.crossOriginIsolated && typeof SharedArrayBuffer === "function" ? "interrupt" : "restart";
 }
 
+/** Tell every progress listener (and later ones) something about Python's start. */
+function announce(event) {
+  lastProgress = event;
+  for (const fn of progressListeners) fn(event);
+}
+
+/** Python could not start in this worker: say so once, to the widgets following it. */
+function startFailure(err) {
+  if (startFailed) return;
+  startFailed = true;
+  announce({ stage: "failed", message: err.message, done: true, error: err });
+}
+
 function startWorker() {
-  worker = createModuleWorker(new URL("./python-worker.js", import.meta.url));
+  const current = (worker = createModuleWorker(new URL("./python-worker.js", import.meta.url)));
+  startFailed = false;
+  current.postMessage({ type: "limits", limits: limits() });
   interrupt = null;
   if (interruptMode() === "interrupt") {
     const buffer = new SharedArrayBuffer(8);
     interrupt = { signal: new Int32Array(buffer, 0, 1), running: new Int32Array(buffer, 4, 1) };
-    worker.postMessage({ type: "interrupt-buffer", buffer });
+    current.postMessage({ type: "interrupt-buffer", buffer });
   }
-  worker.onmessage = ({ data }) => {
+  current.onmessage = ({ data }) => {
+    if (current !== worker) return; // a replaced worker's last words
     if (data.type === "progress") {
-      lastProgress = data;
-      for (const fn of progressListeners) fn(data);
+      announce(data);
       return;
     }
     const call = pending.get(data.id);
@@ -90,19 +121,31 @@ function startWorker() {
     }
     pending.delete(data.id);
     finish(call);
-    if (data.error && data.error.type === "KeyboardInterrupt") call.reject(stoppedError(call));
-    else if (data.error) call.reject(new PythonError(data.error.type, data.error.message));
-    else call.resolve(data.result);
+    if (data.error && data.error.type === "KeyboardInterrupt") {
+      call.reject(stoppedError(call));
+    } else if (data.error && data.error.type === "StartError") {
+      const err = new PythonError("StartError", data.error.message, { retryable: true });
+      call.reject(err);
+      startFailure(err);
+    } else if (data.error) {
+      call.reject(new PythonError(data.error.type, data.error.message));
+    } else {
+      call.resolve(data.result);
+    }
   };
-  worker.onerror = (event) => {
+  // The worker script did not load (e.g. HTTP 404), or it threw outside any call.
+  current.onerror = (event) => {
     event.preventDefault();
-    const err = new PythonError("WorkerError", `The Python worker failed to start: ${event.message || "unknown error"}`);
+    if (current !== worker) return;
+    const err = new PythonError("WorkerError", workerMessage("python", event.message), { retryable: true });
+    current.terminate();
+    worker = null;
     for (const call of pending.values()) {
       finish(call);
       call.reject(err);
     }
     pending.clear();
-    worker = null;
+    startFailure(err);
   };
 }
 
@@ -160,19 +203,37 @@ function stop(call, reason) {
 
 /** Terminate the worker (stopping `stopped`) and resend every other waiting call to a new one. */
 function restart(stopped) {
-  worker.terminate();
   const others = [...pending.values()].filter((call) => call !== stopped);
-  pending.clear();
   finish(stopped);
   stopped.reject(stoppedError(stopped));
+  replaceWorker(others);
+}
+
+/** Terminate the worker and send `calls` (waiting calls) to a fresh one. */
+function replaceWorker(calls = [...pending.values()]) {
+  worker.terminate();
+  pending.clear();
   startWorker();
-  for (const call of others) {
+  for (const call of calls) {
     clearTimeout(call.timer);
     clearTimeout(call.grace);
     call.timer = call.grace = call.startedAt = undefined;
     pending.set(call.id, call);
     worker.postMessage(call.message);
   }
+}
+
+/**
+ * `value` with every string made well-formed: a lone surrogate (a script can put one in a
+ * text field; no keyboard types one) becomes U+FFFD, which Python can encode.
+ */
+function wellFormed(value) {
+  if (typeof value === "string") return value.toWellFormed ? value.toWellFormed() : value;
+  if (Array.isArray(value)) return value.map(wellFormed);
+  if (value && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, wellFormed(v)]));
+  }
+  return value;
 }
 
 /**
@@ -187,8 +248,9 @@ function restart(stopped) {
  */
 export function callDemo(module, fn, kwargs = {}, { timeoutMs = 0, signal } = {}) {
   if (!worker) startWorker();
+  else if (startFailed) replaceWorker(); // Python could not start there: try afresh
   const id = nextId++;
-  const message = { id, module, fn, kwargs };
+  const message = { id, module, fn, kwargs: wellFormed(kwargs) };
   return new Promise((resolve, reject) => {
     const call = { id, message, resolve, reject, timeoutMs, signal };
     if (signal?.aborted) {
@@ -206,11 +268,44 @@ export function callDemo(module, fn, kwargs = {}, { timeoutMs = 0, signal } = {}
 
 /**
  * Listen to start-up progress (`{stage, message, done}`); the latest event is replayed.
- * @param {(event: {stage: string, message: string, done: boolean}) => void} listener
+ * `stage` is "stalled" while a download gets no data, and "failed" (with `error`, `done`
+ * true) when Python could not start.
+ * @param {(event: {stage: string, message: string, done: boolean, error?: PythonError}) => void} listener
  * @returns {() => void} unsubscribe
  */
 export function onPythonProgress(listener) {
   progressListeners.add(listener);
   if (lastProgress) listener(lastProgress);
   return () => progressListeners.delete(listener);
+}
+
+/**
+ * Keep a widget's status line in step with Python's start: show the progress while the
+ * widget waits, leave its own results and input messages alone, and, when the widget shows
+ * a start failure with Retry and Python is restarted by another widget's Retry, re-run this
+ * widget's Retry once Python is ready (or show the new failure).
+ * @param {import("../widgets/base.js").TxElement} widget
+ * @returns {() => void} unsubscribe
+ */
+export function followPython(widget) {
+  let waiting = false; // showing progress for a restart that another widget began
+  return onPythonProgress((event) => {
+    const state = widget.dataset.state;
+    if (event.stage === "failed") {
+      if (waiting) widget.showError(event.error, { retry: widget.retryAction });
+      waiting = false;
+      return;
+    }
+    if (event.done) {
+      if (waiting && state === "loading") widget.runRetry();
+      waiting = false;
+      return;
+    }
+    if (state === "ready") return;
+    if (state === "error") {
+      if (!widget.retryAction) return; // an input problem or a Python error: keep its message
+      waiting = true;
+    }
+    widget.showProgress(event.message);
+  });
 }

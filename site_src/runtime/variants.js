@@ -108,3 +108,28 @@ export function variantFiles(variant) {
   const packed = variant.files.filter((f) => f.role === "packed");
   return { graph, data, index: indexes[0] || null, packed };
 }
+
+/** Whether a manifest entry describes a file: path, size and sha256. */
+const isFileEntry = (f) => Boolean(f) && typeof f.path === "string" && Number.isInteger(f.bytes) && typeof f.sha256 === "string";
+
+/** The config numbers the runtime reads. */
+const CONFIG_FIELDS = ["n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id"];
+
+/**
+ * The first field the runtime needs that a parsed manifest lacks, or null when it has them
+ * all: config sizes, tokenizer files, and variants each with a name, backends and files.
+ * @param {unknown} manifest the parsed manifest.json
+ * @returns {string|null} e.g. "config.n_layer", "tokenizer.vocab", "files of the q4 variant"
+ */
+export function missingManifestField(manifest) {
+  if (!manifest || typeof manifest !== "object" || Array.isArray(manifest)) return "fields at all (it is not a JSON object)";
+  for (const key of CONFIG_FIELDS) if (!Number.isInteger(manifest.config?.[key])) return `config.${key}`;
+  for (const key of ["vocab", "merges"]) if (!isFileEntry(manifest.tokenizer?.[key])) return `tokenizer.${key}`;
+  if (!Array.isArray(manifest.variants) || manifest.variants.length === 0) return "variants";
+  for (const [i, v] of manifest.variants.entries()) {
+    if (typeof v?.name !== "string") return `name for variants[${i}]`;
+    if (!Array.isArray(v.backends)) return `backends for the ${v.name} variant`;
+    if (!Array.isArray(v.files) || v.files.length === 0 || !v.files.every(isFileEntry)) return `complete file list for the ${v.name} variant`;
+  }
+  return null;
+}

@@ -5,8 +5,15 @@
  * page), gets a status line with an optional progress bar, and reports failures in the
  * widget itself instead of leaving it blank. `data-state` on the element says
  * "loading", "ready" or "error" (tests and embedding pages can watch it).
+ *
+ * An error that trying again may fix (a download, a runtime that did not start) gets a
+ * Retry button in the status line: `this.showError(err, { retry: () => this.update() })`.
+ * The button is hidden while anything runs (progress, ready, the retry itself). Messages
+ * go through `explain` (runtime/errors.js), so low-level errors read as sentences.
  * @module widgets/base
  */
+import { explain, isRetryable } from "../runtime/errors.js";
+
 const STYLESHEET = new URL("../styles/widgets.css", import.meta.url).href;
 
 export class TxElement extends HTMLElement {
@@ -30,8 +37,10 @@ export class TxElement extends HTMLElement {
       <div class="card" part="card">${this.template()}
         <div class="status" role="status" aria-live="polite">
           <span class="status-text"></span><progress hidden></progress>
+          <button type="button" class="retry" hidden>Retry</button>
         </div>
       </div>`;
+    this.$(".status .retry").addEventListener("click", () => this.runRetry());
     this.mount();
   }
 
@@ -49,12 +58,15 @@ export class TxElement extends HTMLElement {
     this.dataset.state = "loading";
     const bar = this.$(".status progress");
     this.$(".status").classList.remove("error");
+    this.$(".status .retry").hidden = true;
     this.$(".status-text").textContent = message;
     bar.hidden = !(total > 0);
     if (total > 0) {
       bar.max = total;
       bar.value = loaded;
-      this.$(".status-text").textContent = `${message}: ${formatBytes(loaded)} of ${formatBytes(total)}`;
+      const amount = `${formatBytes(loaded)} of ${formatBytes(total)}`;
+      // "Downloading the model: 1.2 MB of 3.7 MB"; "No data for 6 s — still waiting… (0 B of 3.7 MB)"
+      this.$(".status-text").textContent = message.endsWith("…") ? `${message} (${amount})` : `${message}: ${amount}`;
     }
   }
 
@@ -64,15 +76,35 @@ export class TxElement extends HTMLElement {
     this.$(".status").classList.remove("error");
     this.$(".status-text").textContent = message;
     this.$(".status progress").hidden = true;
+    this.$(".status .retry").hidden = true;
+    this.retryAction = null;
   }
 
-  /** Show an error in the widget; the reader can fix the input and try again. */
-  showError(error) {
+  /**
+   * Show an error in the widget, in words (see `explain`). The reader can fix the input and
+   * try again; when `retry` is given and the error is one that trying again may fix
+   * (`isRetryable`), a Retry button runs it.
+   * @param {unknown} error an Error, or a message
+   * @param {{retry?: () => unknown}} [options] what Retry does (e.g. load and run again)
+   */
+  showError(error, { retry } = {}) {
     this.dataset.state = "error";
     const status = this.$(".status");
     status.classList.add("error");
     this.$(".status progress").hidden = true;
-    this.$(".status-text").textContent = `⚠ ${(error && error.message) || error}`;
+    this.$(".status-text").textContent = `⚠ ${explain(error)}`;
+    /** What the Retry button runs, or null when it is hidden. */
+    this.retryAction = retry && isRetryable(error) ? retry : null;
+    this.$(".status .retry").hidden = !this.retryAction;
+  }
+
+  /** Run the action offered with the last error; its button stays hidden while it runs. */
+  runRetry() {
+    const action = this.retryAction;
+    if (!action) return;
+    this.retryAction = null;
+    this.showProgress("Trying again…");
+    action();
   }
 }
 
@@ -88,9 +120,20 @@ export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 }
 
-/** Percent with enough digits to tell small probabilities apart. */
+/**
+ * A probability as a percentage a reader can compare: "42.1%", "4.21%", "0.42%", "0.0042%"
+ * (two significant digits below 1%), "<0.0001%" below that, never exponent notation.
+ * @param {number} p probability in [0, 1]
+ * @returns {string}
+ */
 export function formatProb(p) {
-  if (p === 0) return "0";
-  if (p >= 0.001) return `${(100 * p).toFixed(p >= 0.1 ? 1 : 2)}%`;
-  return `${(100 * p).toExponential(1)}%`;
+  if (!Number.isFinite(p)) return "–";
+  if (p === 0) return "0%";
+  const percent = 100 * p;
+  if (percent >= 10) return `${percent.toFixed(1)}%`;
+  if (percent >= 1) return `${percent.toFixed(2)}%`;
+  if (percent < 1e-4) return "<0.0001%";
+  // Two significant digits: 0.42, 0.042, 0.0042 (toFixed, not toPrecision, which may give "4.2e-5").
+  const decimals = 1 - Math.floor(Math.log10(percent));
+  return `${percent.toFixed(decimals)}%`;
 }

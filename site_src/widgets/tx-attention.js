@@ -17,8 +17,9 @@
  * Every cell carries its weight in `data-weight` (full precision) and `data-masked`;
  * masked cells are hatched and read "masked" to screen readers.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseInteger, parseSelect } from "./inputs.js";
 
 const DEFAULT_SENTENCE = "The cat sat on the mat because it was tired";
 const MAX_HEADS = 8;
@@ -35,15 +36,17 @@ const STYLE = `
   .controls input[type=text] { font: inherit; width: 100%; box-sizing: border-box; padding: 0.2em 0.3em; }
   .controls label.wide { grid-column: 1 / -1; grid-template-columns: 6.5em 1fr; }
   .controls label.check { grid-template-columns: 6.5em auto 1fr; }
-  .matrix { overflow-x: auto; }
+  .matrix { overflow-x: auto; --cell: clamp(1.5em, 5.8vw, 2.4em); }
   .grid { display: grid; gap: 2px; width: max-content; font-variant-numeric: tabular-nums; }
   .grid .tok { font-family: var(--md-code-font-family, monospace); white-space: nowrap; padding: 0 0.3em; }
   .grid .col { writing-mode: vertical-rl; transform: rotate(180deg); text-align: left; align-self: end; padding: 0.3em 0; }
   .grid .row { text-align: right; align-self: center; }
   .grid .pad { font-style: italic; color: var(--tx-muted); }
-  .cell { width: 2.4em; height: 2.4em; border-radius: 2px; box-sizing: border-box; border: 1px solid var(--tx-border);
+  /* Cells shrink on a phone so ten keys fit; the border keeps a weight near 0 visible in both schemes. */
+  .cell { width: var(--cell); height: var(--cell); border-radius: 2px; box-sizing: border-box;
+          border: 1px solid color-mix(in srgb, var(--tx-fg) 28%, transparent);
           display: flex; align-items: center; justify-content: center; font-size: 0.75em; cursor: default;
-          background: color-mix(in srgb, var(--tx-accent) calc(var(--w) * 100%), var(--md-default-bg-color, #fff)); }
+          background: color-mix(in srgb, var(--tx-accent-text) calc(var(--w) * 100%), var(--md-default-bg-color, #fff)); }
   .cell .num { visibility: hidden; color: var(--tx-fg); background: var(--md-default-bg-color, #fff); border-radius: 2px; padding: 0 1px; }
   .cell:hover .num, .cell:focus .num { visibility: visible; }
   .cell:focus { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
@@ -53,7 +56,7 @@ const STYLE = `
   .readout { min-height: 1.4em; margin-top: 0.5em; }
   .legend { display: flex; gap: 1.2em; align-items: center; flex-wrap: wrap; margin-top: 0.4em; color: var(--tx-muted); }
   .legend .swatch { display: inline-block; width: 1.2em; height: 1.2em; vertical-align: middle; border: 1px solid var(--tx-border); margin-right: 0.3em; }
-  .legend .ramp { width: 6em; background: linear-gradient(to right, var(--md-default-bg-color, #fff), var(--tx-accent)); }
+  .legend .ramp { width: 6em; background: linear-gradient(to right, var(--md-default-bg-color, #fff), var(--tx-accent-text)); }
   .legend .hatch { background: repeating-linear-gradient(45deg, var(--tx-border) 0 2px, transparent 2px 6px); border-style: dashed; }
 `;
 
@@ -85,7 +88,7 @@ class TxAttention extends TxElement {
     input("heads").value = this.getAttribute("heads") ?? "2";
     input("causal").checked = this.hasAttribute("causal");
     input("padding").value = this.getAttribute("padding") ?? "0";
-    this.seed = Number(this.getAttribute("seed") ?? 0);
+    this.seed = this.getAttribute("seed") ?? "0"; // checked by request()
     this.selectedHead = 0;
 
     let timer = null;
@@ -95,6 +98,10 @@ class TxAttention extends TxElement {
     });
     for (const name of ["heads", "causal", "padding"]) input(name).addEventListener(name === "padding" ? "input" : "change", () => this.update());
     input("head").addEventListener("change", () => {
+      if (input("head").selectedIndex < 0) { // a script chose no head: keep the one shown
+        input("head").value = String(this.selectedHead);
+        return;
+      }
       this.selectedHead = Number(input("head").value);
       if (this.result) this.render();
     });
@@ -104,9 +111,7 @@ class TxAttention extends TxElement {
     grid.addEventListener("mouseover", (event) => this.describe(event.target.closest(".cell")));
 
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -124,20 +129,27 @@ class TxAttention extends TxElement {
     if (this.mounted) this.update();
   }
 
-  /** Current controls as the request for the source. */
+  /** Current controls as the request for the source; an InputError for a value it cannot take. */
   request() {
     const input = (name) => this.$(`[name="${name}"]`);
     return {
       sentence: input("sentence").value,
-      heads: Number(input("heads").value),
+      heads: Number(parseSelect(input("heads"), { label: "Heads" })),
       causal: input("causal").checked,
-      padding: Number(input("padding").value),
-      seed: this.seed,
+      padding: parseInteger(input("padding").value, { label: "Padding", min: 0, max: 4, unit: "tokens" }),
+      seed: parseInteger(this.seed, { label: "The seed attribute", min: 0, max: 2 ** 32 - 1 }),
     };
   }
 
   async update() {
-    const request = this.request();
+    let request;
+    try {
+      request = this.request();
+    } catch (err) {
+      ++this.generation; // what is on its way is for older settings
+      this.showError(err);
+      return;
+    }
     this.$('[name="padding"] + output').textContent = String(request.padding);
     this.$(".source").textContent = `(${this.source.label})`;
     const generation = ++this.generation;
@@ -150,7 +162,7 @@ class TxAttention extends TxElement {
       this.render();
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 
@@ -169,7 +181,7 @@ class TxAttention extends TxElement {
     const n = tokens.length;
     this.dataset.head = String(this.selectedHead);
     const grid = this.$(".grid");
-    grid.style.gridTemplateColumns = `auto repeat(${n}, 2.4em)`;
+    grid.style.gridTemplateColumns = `auto repeat(${n}, var(--cell))`;
     grid.setAttribute("aria-label", `Attention weights of head ${this.selectedHead + 1}: ${n} queries by ${n} keys`);
     const label = (i) => `${escapeHtml(tokens[i])}${tokens.indexOf(tokens[i]) !== i ? `<sub>${i + 1}</sub>` : ""}`;
     const pad = (i) => (isPad[i] ? " pad" : "");

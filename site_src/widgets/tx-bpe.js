@@ -13,16 +13,19 @@
  * tokens); each merge step row carries `data-rank` and `data-symbols` (JSON); each trained
  * merge row carries `data-pair` (JSON), `data-count` and `data-ties`.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { modelsURL } from "../runtime/paths.js";
 import { TxElement, escapeHtml } from "./base.js";
 
 const CORPUS = "the cat sat on the mat. the cats sat on the mats, and the rat sat on a hat.";
 const STYLE = `
   .row input[type=text] { font: inherit; flex: 1; min-width: 10em; padding: 0.2em 0.4em; }
-  .steps { display: grid; grid-template-columns: auto auto 1fr; gap: 0.2em 0.8em; align-items: center; margin: 0.5em 0; }
+  .steps { display: grid; grid-template-columns: auto auto minmax(8em, 1fr); gap: 0.2em 0.8em; align-items: center; margin: 0.5em 0; }
   .steps .rank { color: var(--tx-muted); font-variant-numeric: tabular-nums; text-align: right; }
   .steps .merge { font-family: var(--md-code-font-family, monospace); white-space: pre; }
+  /* A phone: rank and merge on one line, the word's symbols under them across the card. */
+  @media (max-width: 600px) { .steps { grid-template-columns: auto minmax(0, 1fr); } .steps .tokens { grid-column: 1 / -1; margin-bottom: 0.3em; } }
+  td .tokens { flex-wrap: nowrap; }
   .token.new { outline: 2px solid var(--tx-accent); }
   .word-head { margin-top: 0.5em; font-weight: 600; }
   textarea { min-height: 4em; }
@@ -80,9 +83,7 @@ class TxBpe extends TxElement {
     this.$('[name="num_merges"]').value = this.getAttribute("merges") ?? "10";
     for (const el of this.shadowRoot.querySelectorAll("input, textarea")) el.addEventListener("input", () => this.update());
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -120,7 +121,7 @@ class TxBpe extends TxElement {
       this.dataset.request = JSON.stringify(request);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -14,8 +14,9 @@
  * carries `data-tokens`, `data-prob` and `data-kept`. `data-request` on the element is
  * the JSON of the arguments the shown result was computed for.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseInteger, parseSelect } from "./inputs.js";
 
 const SHOWN_PER_STEP = 10;
 const METHOD_NAMES = { greedy: "Greedy", beam: "Beam search", sample: "Sampling" };
@@ -39,7 +40,7 @@ const STYLE = `
   .cand .p { text-align: right; font-variant-numeric: tabular-nums; }
   .cand .tag { grid-column: 1 / -1; font-size: 0.85em; }
   .cand.kept { border-color: var(--tx-accent); border-width: 2px; }
-  .cand.kept .tag { color: var(--tx-accent); font-weight: 600; }
+  .cand.kept .tag { color: var(--tx-accent-text); font-weight: 600; }
   .cand.pruned { border-style: dashed; background: transparent; }
   .cand.pruned .words { text-decoration: line-through; }
   .more { font-size: 0.85em; font-style: italic; }
@@ -78,7 +79,7 @@ class TxDecoding extends TxElement {
         <label data-for="sample">Samples <input name="num_samples" type="range" min="1" max="50" step="1"><output></output></label>
         <label data-for="sample">Seed <input name="seed" type="number" min="0" step="1" value="0"><output></output></label>
       </div>
-      <table class="results" aria-label="Sequences found and their probabilities">
+      <table class="results scroll" aria-label="Sequences found and their probabilities">
         <thead><tr><th>decoder</th><th>sequence</th><th class="num">joint probability</th><th class="num">log-prob</th><th class="num">score</th></tr></thead>
         <tbody></tbody>
       </table>
@@ -104,9 +105,7 @@ class TxDecoding extends TxElement {
       if (el.type === "number") el.addEventListener("input", () => this.update());
     }
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.loadModel();
     this.update();
   }
@@ -115,27 +114,32 @@ class TxDecoding extends TxElement {
     this.unsubscribe?.();
   }
 
+  /** Retry after Python failed to start: the model table and the decoding both need it. */
+  retryBoth() {
+    if (!this.model) this.loadModel();
+    this.update();
+  }
+
   async loadModel() {
     try {
       this.renderModel(await callDemo("decoding", "model"));
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.retryBoth() });
     }
   }
 
   /** Control values as decode()'s keyword arguments; throws a readable Error on bad input. */
   request() {
     const value = (name) => this.$(`[name="${name}"]`).value;
-    const seedText = value("seed").trim();
-    if (!/^\d+$/.test(seedText)) throw new Error("The seed must be a whole number, 0 or more.");
+    const seed = parseInteger(value("seed"), { label: "The seed", min: 0, max: 2 ** 32 - 1 });
     return {
-      method: value("method"),
+      method: parseSelect(this.$('[name="method"]'), { label: "The method" }),
       beam_width: Number(value("beam_width")),
       max_len: Number(value("max_len")),
       length_penalty: Number(value("length_penalty")),
       temperature: Number(value("temperature")),
       num_samples: Number(value("num_samples")),
-      seed: Number(seedText),
+      seed,
     };
   }
 
@@ -167,7 +171,7 @@ class TxDecoding extends TxElement {
       this.$(".legend").textContent = this.render(request, result);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.retryBoth() });
     }
   }
 
@@ -234,7 +238,7 @@ class TxDecoding extends TxElement {
   }
 
   sampleTable(result, n) {
-    return `<table class="samples"><thead><tr><th>sequence</th><th class="num">times drawn</th><th class="num">model probability</th></tr></thead><tbody>${
+    return `<table class="samples scroll"><thead><tr><th>sequence</th><th class="num">times drawn</th><th class="num">model probability</th></tr></thead><tbody>${
       result.distinct.map((s) => `<tr data-tokens="${escapeHtml(JSON.stringify(s.tokens))}" data-count="${s.count}" data-prob="${s.prob}">
         <td class="seq">${words(s.tokens)}</td><td class="num">${s.count} of ${n}</td><td class="num">${fmtProb(s.prob)}</td></tr>`).join("")
     }</tbody></table>`;
@@ -245,7 +249,7 @@ class TxDecoding extends TxElement {
     const head = model.tokens.map((t) => `<th scope="col">${escapeHtml(t)}</th>`).join("");
     const body = model.contexts.map((c, i) => `<tr><th scope="row">${escapeHtml(c)}</th>${model.table[i].map((p) =>
       `<td>${p === 0 ? "·" : fmtProb(p)}</td>`).join("")}</tr>`).join("");
-    this.$(".model-table").innerHTML = `<table class="table-model"><thead><tr><th>after ↓ / next →</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
+    this.$(".model-table").innerHTML = `<table class="table-model scroll"><thead><tr><th>after ↓ / next →</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
   }
 }
 

@@ -10,8 +10,9 @@
  * `data-col`); every candidate of the analogy carries `data-word` and `data-cosine`.
  * `data-request` on the element holds the arguments of the last call.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseSelect } from "./inputs.js";
 
 const STYLE = `
   .words { display: flex; flex-wrap: wrap; gap: 0.2em 0.9em; margin-bottom: 0.6em; border: 0; padding: 0; }
@@ -76,9 +77,7 @@ class TxEmbeddings extends TxElement {
 
   mount() {
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.start();
   }
 
@@ -95,24 +94,31 @@ class TxEmbeddings extends TxElement {
         <label><input type="checkbox" name="word" value="${escapeHtml(w)}"${ticked.includes(w) ? " checked" : ""}> ${escapeHtml(w)}</label>`).join(""));
       for (const [name, value] of [["a", a], ["b", b], ["c", c]]) {
         const select = this.$(`select[name="${name}"]`);
-        select.innerHTML = words.map((w) => `<option${w === value ? " selected" : ""}>${escapeHtml(w)}</option>`).join("");
+        select.innerHTML = words.map((w) => `<option>${escapeHtml(w)}</option>`).join("");
+        select.value = value ?? ""; // a word the vocabulary lacks leaves it empty: request() says so
       }
       for (const el of this.shadowRoot.querySelectorAll("input, select")) el.addEventListener("change", () => this.update());
       this.update();
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.start() });
     }
   }
 
   request() {
     const words = [...this.shadowRoot.querySelectorAll('input[name="word"]:checked')].map((el) => el.value);
-    const value = (name) => this.$(`select[name="${name}"]`).value;
+    const value = (name) => parseSelect(this.$(`select[name="${name}"]`), { label: `The word ${name} of the analogy` });
     return { words, a: value("a"), b: value("b"), c: value("c") };
   }
 
   async update() {
-    const request = this.request();
     const generation = ++this.generation;
+    let request;
+    try {
+      request = this.request();
+    } catch (err) {
+      this.showError(err);
+      return;
+    }
     if (request.words.length === 0) {
       this.showError("Tick at least one word to compare.");
       return;
@@ -127,7 +133,7 @@ class TxEmbeddings extends TxElement {
       this.dataset.request = JSON.stringify(request);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

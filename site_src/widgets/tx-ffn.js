@@ -9,8 +9,9 @@
  * where it is); each plotted point of the difference curve carries `data-x` and
  * `data-diff`; each shape row carries `data-shape`, the parameter cell `data-params`.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseInteger } from "./inputs.js";
 
 const POINTS = 201;
 const STYLE = `
@@ -84,9 +85,7 @@ class TxFfn extends TxElement {
       el.addEventListener("input", () => this.update());
     }
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -101,9 +100,12 @@ class TxFfn extends TxElement {
     if (!Number.isFinite(xMin) || !Number.isFinite(xMax)) return { error: "Both ends of the range must be numbers." };
     if (!(xMin < xMax)) return { error: "“x from” must be smaller than “x to”." };
     const sizes = {};
-    for (const [name, label] of [["seq_len", "Tokens T"], ["d_model", "Width d"], ["expansion", "Expansion"]]) {
-      sizes[name] = num(name);
-      if (!Number.isInteger(sizes[name]) || sizes[name] < 1) return { error: `${label} must be a whole number ≥ 1.` };
+    try {
+      for (const [name, label, max] of [["seq_len", "Tokens T", 1_000_000], ["d_model", "Width d", 100_000], ["expansion", "Expansion", 64]]) {
+        sizes[name] = parseInteger(raw(name), { label, min: 1, max });
+      }
+    } catch (err) {
+      return { error: err };
     }
     return { request: { x_min: xMin, x_max: xMax, num: POINTS, ...sizes } };
   }
@@ -126,7 +128,7 @@ class TxFfn extends TxElement {
       this.dataset.request = JSON.stringify(request);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -13,8 +13,9 @@
  * `data-output` / `data-reference` (JSON lists); the traffic rows carry `data-method`,
  * `data-total` and `data-bytes`.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement } from "./base.js";
+import { parseInteger, parseSelect } from "./inputs.js";
 
 const D = 4;
 const DV = 2;
@@ -31,7 +32,7 @@ const STYLE = `
   th, td { padding: 0.1em 0.6em; border-bottom: 1px solid var(--tx-border); text-align: right; }
   tr.current td { font-weight: 700; }
   .result { margin-top: 0.5em; }
-  .traffic-row { display: grid; grid-template-columns: 9em 1fr 14em; gap: 0.5em; align-items: center; margin: 2px 0; }
+  .traffic-row { display: grid; grid-template-columns: minmax(5em, 9em) minmax(3em, 1fr) minmax(0, 14em); gap: 0.5em; align-items: center; margin: 2px 0; }
   .traffic-row .value { text-align: right; font-variant-numeric: tabular-nums; }
 `;
 
@@ -70,7 +71,7 @@ class TxFlash extends TxElement {
         <label>Tiles done <input name="step" type="range" min="1" step="1"><output></output></label>
       </div>
       <div class="keys" role="list" aria-label="Scores of the query row against every key, grouped in tiles"></div>
-      <table aria-label="Running statistics after each tile"><thead><tr><th>tile</th><th>keys</th><th>tile max</th>
+      <table class="scroll" aria-label="Running statistics after each tile"><thead><tr><th>tile</th><th>keys</th><th>tile max</th>
         <th>running max m</th><th>rescale e^(m_old − m)</th><th>running sum ℓ</th><th>output so far</th></tr></thead>
         <tbody class="steps"></tbody></table>
       <div class="result" aria-live="polite"></div>
@@ -97,9 +98,7 @@ class TxFlash extends TxElement {
     for (const name of ["seq_len", "d_head", "tile", "dtype"]) this.$(`[name="${name}"]`).addEventListener("input", () => this.update(false));
     this.$('[name="step"]').addEventListener("input", () => this.show());
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update(true);
   }
 
@@ -113,11 +112,18 @@ class TxFlash extends TxElement {
     const row = this.$('[name="row"]');
     row.max = String(T - 1);
     this.$('[name="block_k"]').max = String(T);
-    const request = { tokens: T, block_k: Math.min(num("block_k"), T), row: Math.min(num("row"), T - 1), causal: this.$('[name="causal"]').checked,
-      seed: num("seed"), seq_len: num("seq_len"), d_head: num("d_head"), tile: Number(this.$('[name="tile"]').value), dtype: this.$('[name="dtype"]').value };
-    if (!Number.isInteger(request.seed) || request.seed < 0) return { error: "The seed must be a whole number ≥ 0." };
-    if (!Number.isInteger(request.seq_len) || request.seq_len < 1) return { error: "The sequence length must be a whole number ≥ 1." };
-    if (!Number.isInteger(request.d_head) || request.d_head < 1) return { error: "The head width must be a whole number ≥ 1." };
+    const field = (name) => this.$(`[name="${name}"]`).value;
+    let request;
+    try {
+      request = { tokens: T, block_k: Math.min(num("block_k"), T), row: Math.min(num("row"), T - 1), causal: this.$('[name="causal"]').checked,
+        seed: parseInteger(field("seed"), { label: "The seed", min: 0, max: 2 ** 31 - 1 }),
+        seq_len: parseInteger(field("seq_len"), { label: "The sequence length", min: 1, max: 1_000_000, unit: "tokens" }),
+        d_head: parseInteger(field("d_head"), { label: "The head width", min: 1, max: 1024 }),
+        tile: Number(parseSelect(this.$('[name="tile"]'), { label: "The tile size" })),
+        dtype: parseSelect(this.$('[name="dtype"]'), { label: "The precision" }) };
+    } catch (err) {
+      return { error: err };
+    }
     if (request.tile > request.seq_len) return { error: "The tile size cannot exceed the sequence length." };
     return { request };
   }
@@ -149,7 +155,7 @@ class TxFlash extends TxElement {
       this.renderTraffic(traffic);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

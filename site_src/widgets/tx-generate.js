@@ -59,7 +59,7 @@ const STYLE = `
   .tok:focus { outline: 2px solid var(--tx-accent); outline-offset: 1px; }
   .p4 { background: color-mix(in srgb, #1e88e5 30%, transparent); }
   .p3 { background: color-mix(in srgb, #26a69a 30%, transparent); text-decoration: underline solid; }
-  .p2 { background: color-mix(in srgb, #fdd835 40%, transparent); text-decoration: underline dashed; }
+  .p2 { background: color-mix(in srgb, #fdd835 20%, transparent); text-decoration: underline dashed; }
   .p1 { background: color-mix(in srgb, #fb8c00 35%, transparent); text-decoration: underline dotted; }
   .p0 { background: color-mix(in srgb, #e53935 35%, transparent); text-decoration: underline wavy; }
   .legend { display: flex; flex-wrap: wrap; gap: 0.3em 0.9em; margin: 0.4em 0; color: var(--tx-muted); }
@@ -73,7 +73,6 @@ const STYLE = `
   .alts .head { margin-bottom: 0.3em; }
   .wrap { position: relative; }
   .notice { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
-  .retry { font: inherit; margin-top: 0.4em; }
 `;
 
 class TxGenerate extends TxElement {
@@ -108,8 +107,7 @@ class TxGenerate extends TxElement {
         <div class="alts" role="tooltip" id="alts" hidden></div>
       </div>
       <div class="legend" aria-label="Key: probability the model gave each new token">Probability the model gave the token: ${legend}</div>
-      <p class="notice" role="note" hidden></p>
-      <button type="button" class="retry" hidden>Retry</button>`;
+      <p class="notice" role="note" hidden></p>`;
   }
 
   mount() {
@@ -126,7 +124,6 @@ class TxGenerate extends TxElement {
 
     this.$(".go").addEventListener("click", () => this.start());
     this.$(".stop").addEventListener("click", () => this.run?.stop());
-    this.$(".retry").addEventListener("click", () => this.prepare());
     this.$("select").addEventListener("change", () => this.prepare());
     this.$("textarea").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
@@ -160,7 +157,6 @@ class TxGenerate extends TxElement {
   /** Load (or reuse) the model for the chosen backend and show where it runs. */
   async prepare() {
     const ticket = (this.loadTicket = (this.loadTicket || 0) + 1);
-    this.$(".retry").hidden = true;
     this.$(".go").disabled = true;
     try {
       const model = await loadModel({
@@ -174,16 +170,22 @@ class TxGenerate extends TxElement {
       if (ticket !== this.loadTicket) return null;
       this.model = model;
       this.showModel(model.info);
+      model.lost.then((err) => {
+        if (this.model !== model) return;
+        this.model = null;
+        this.$(".go").disabled = true;
+        this.showError(err, { retry: () => this.prepare() });
+      });
       if (this.dataset.running !== "true") {
         this.$(".go").disabled = false;
-        if (this.readSettings(false)) this.showReady("Ready: press Generate (or Ctrl+Enter in the prompt).");
+        const where = model.info.backendNote ? `${model.info.backendNote} ` : "";
+        if (this.readSettings(false)) this.showReady(`${where}Ready: press Generate (or Ctrl+Enter in the prompt).`);
       }
       return model;
     } catch (err) {
       if (ticket !== this.loadTicket) return null;
       this.model = null;
-      this.showError(err);
-      this.$(".retry").hidden = !err.retryable;
+      this.showError(err, { retry: () => this.prepare() });
       return null;
     }
   }
@@ -279,8 +281,7 @@ class TxGenerate extends TxElement {
       this.showReady(`${result.message} Seed ${result.seed}.`);
     } catch (err) {
       this.dataset.reason = "error";
-      this.showError(err);
-      this.$(".retry").hidden = !err.retryable;
+      this.showError(err, { retry: () => (this.model ? this.start() : this.prepare()) });
     } finally {
       if (this.run === run) this.run = null;
       this.dataset.running = "false";

@@ -14,7 +14,7 @@
  * `data-chosen` and `data-allowed`; the verdict carries `data-valid` and
  * `data-matches-schema`.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml, formatProb } from "./base.js";
 
 const TOP = 8;
@@ -46,6 +46,11 @@ const STYLE = `
   code { font-family: var(--md-code-font-family, monospace); }
 `;
 
+/** Generated text as code, or "(nothing)". */
+function literal(text) {
+  return text ? `<code>${escapeHtml(text)}</code>` : "(nothing)";
+}
+
 function visible(piece) {
   return piece === " " ? "␣" : piece;
 }
@@ -64,7 +69,7 @@ class TxGuided extends TxElement {
         <button name="step">Step ▶</button><button name="end">Run to the end</button>
         <span class="counter"></span>
       </div>
-      <div class="out" aria-label="Text generated so far"></div>
+      <div class="out" aria-label="Text generated so far" data-tx-literal></div>
       <div class="panel"></div>
       <p class="verdict" aria-live="polite"></p>
       <p class="compare"></p>`;
@@ -84,9 +89,7 @@ class TxGuided extends TxElement {
     go("end", () => this.run.steps.length);
     this.generation = 0;
     this.pos = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -127,7 +130,7 @@ class TxGuided extends TxElement {
       this.moveTo(Math.min(this.pos, run.steps.length));
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 
@@ -170,13 +173,13 @@ class TxGuided extends TxElement {
     panel.dataset.chosen = String(step.chosen);
     panel.dataset.allowed = JSON.stringify(step.allowed);
     panel.innerHTML = `<p class="step-title">Step ${step.step + 1}: ${escapeHtml(where)}</p>
-      <table><thead><tr><th>token</th><th class="num" colspan="2">model probability</th><th>grammar</th>${guided ? '<th class="num">after the mask</th>' : ""}</tr></thead>
+      <table class="scroll"><thead><tr><th>token</th><th class="num" colspan="2">model probability</th><th>grammar</th>${guided ? '<th class="num">after the mask</th>' : ""}</tr></thead>
       <tbody>${rows.map((i) => {
         const ok = allowed.has(i);
         const peak = step.probs[order[0]];
         return `<tr class="${ok ? "allowed" : "disallowed"}${i === step.chosen ? " chosen" : ""}" data-token="${i}" data-prob="${step.probs[i]}"
                     ${guided ? `data-guided-prob="${step.guided_probs[i]}"` : ""}>
-          <td class="tok">${escapeHtml(visible(tokens[i]))}${i === step.chosen ? " ← chosen" : ""}</td>
+          <td class="tok" data-tx-literal>${escapeHtml(visible(tokens[i]))}${i === step.chosen ? " ← chosen" : ""}</td>
           <td class="num raw">${formatProb(step.probs[i])}</td>
           <td class="barcell"><span class="bar"><span style="width:${(100 * step.probs[i]) / peak}%"></span></span></td>
           <td>${ok ? "✓ allowed" : "✗ not allowed"}</td>
@@ -197,16 +200,17 @@ class TxGuided extends TxElement {
     verdict.dataset.valid = String(run.valid_json);
     verdict.dataset.matchesSchema = String(run.matches_schema);
     verdict.className = `verdict ${run.matches_schema ? "ok" : "bad"}`;
-    verdict.textContent = run.matches_schema
-      ? `json.loads accepts ${run.text} and it fits the schema.`
-      : `${run.text || "(nothing)"}: ${run.error}`;
+    // The generated text is literal JSON (it may well say null): shown as code.
+    verdict.innerHTML = run.matches_schema
+      ? `json.loads accepts ${literal(run.text)} and it fits the schema.`
+      : `${literal(run.text)}: ${escapeHtml(run.error)}`;
   }
 
   renderCompare() {
     const o = this.other;
     const label = o.guided ? "With the grammar mask" : "Without the mask";
-    this.$(".compare").textContent = `${label}, the same model and seed give ${o.text || "(nothing)"}: `
-      + (o.matches_schema ? "valid JSON that fits the schema." : o.error);
+    this.$(".compare").innerHTML = `${label}, the same model and seed give ${literal(o.text)}: `
+      + escapeHtml(o.matches_schema ? "valid JSON that fits the schema." : o.error);
   }
 }
 

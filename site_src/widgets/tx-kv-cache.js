@@ -11,13 +11,17 @@
  * `data-kv-heads`, `data-bytes-per-token` and `data-bytes`; the FLOP table carries
  * `data-without`, `data-with` and `data-ratio`.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseInteger, parseSelect } from "./inputs.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
   .shape { color: var(--tx-muted); margin-bottom: 0.6em; }
-  .mem-row { display: grid; grid-template-columns: 4em 1fr 12em; gap: 0.5em; align-items: center; margin: 2px 0; }
+  .mem-row { display: grid; grid-template-columns: 4em minmax(3em, 1fr) minmax(0, 12em); gap: 0.5em; align-items: center; margin: 2px 0; }
+  /* The model names are long: their select takes a whole row (on a phone, under its label). */
+  .controls label:has(select[name=preset]) { grid-column: 1 / -1; }
+  @media (max-width: 600px) { .controls label:has(select[name=preset]) { grid-template-columns: minmax(0, 1fr); } }
   .mem-row .bar { height: 1.1em; }
   .mem-row .value { text-align: right; font-variant-numeric: tabular-nums; }
   table { border-collapse: collapse; font-variant-numeric: tabular-nums; margin-top: 0.4em; }
@@ -64,9 +68,7 @@ class TxKvCache extends TxElement {
     set("prompt_length", "16");
     set("new_tokens", "256");
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.start();
   }
 
@@ -77,27 +79,29 @@ class TxKvCache extends TxElement {
   async start() {
     try {
       this.presets = await callDemo("kv_cache", "presets");
-      const wanted = this.getAttribute("preset") ?? "gpt2-small";
-      this.$('[name="preset"]').innerHTML = Object.entries(this.presets).map(([id, p]) =>
-        `<option value="${id}"${id === wanted ? " selected" : ""}>${escapeHtml(p.label)}</option>`).join("");
+      const select = this.$('[name="preset"]');
+      select.innerHTML = Object.entries(this.presets).map(([id, p]) => `<option value="${escapeHtml(id)}">${escapeHtml(p.label)}</option>`).join("");
+      select.value = this.getAttribute("preset") ?? "gpt2-small"; // an unknown id leaves it empty: request() says so
       for (const el of this.shadowRoot.querySelectorAll(".controls [name]")) el.addEventListener("input", () => this.update());
       this.update();
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.start() });
     }
   }
 
   request() {
-    const preset = this.presets[this.$('[name="preset"]').value];
-    const sizes = {};
-    for (const [name, label] of [["context_length", "The context"], ["prompt_length", "The prompt"], ["new_tokens", "The number of generated tokens"]]) {
-      const raw = this.$(`[name="${name}"]`).value.trim();
-      sizes[name] = raw === "" ? NaN : Number(raw);
-      if (!Number.isInteger(sizes[name]) || sizes[name] < 1) return { error: `${label} must be a whole number of tokens ≥ 1.` };
-      if (sizes[name] > 1_000_000) return { error: `${label} is limited to 1,000,000 tokens here.` };
+    try {
+      const id = parseSelect(this.$('[name="preset"]'), { label: "The model" });
+      const dtype = parseSelect(this.$('[name="dtype"]'), { label: "The precision" });
+      const sizes = {};
+      for (const [name, label] of [["context_length", "The context"], ["prompt_length", "The prompt"], ["new_tokens", "The number of generated tokens"]]) {
+        sizes[name] = parseInteger(this.$(`[name="${name}"]`).value, { label, min: 1, max: 1_000_000, unit: "tokens" });
+      }
+      const { label, ...shape } = this.presets[id];
+      return { request: { preset: id, ...shape, dtype, ...sizes } };
+    } catch (err) {
+      return { error: err };
     }
-    const { label, ...shape } = preset;
-    return { request: { preset: this.$('[name="preset"]').value, ...shape, dtype: this.$('[name="dtype"]').value, ...sizes } };
   }
 
   async update() {
@@ -118,7 +122,7 @@ class TxKvCache extends TxElement {
       this.dataset.request = JSON.stringify(request);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -11,8 +11,9 @@
  * routing slots); the element carries `data-step`, `data-max-load` and `data-aux-loss` for
  * that step. The line chart shows the largest load at every step.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement } from "./base.js";
+import { parseInteger, parseSelect } from "./inputs.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -97,9 +98,7 @@ class TxMoe extends TxElement {
     }
     this.$('[name="show"]').addEventListener("input", () => this.show());
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update(true);
   }
 
@@ -109,9 +108,15 @@ class TxMoe extends TxElement {
 
   request() {
     const value = (name) => this.$(`[name="${name}"]`).value;
-    const request = { num_experts: Number(value("num_experts")), top_k: Number(value("top_k")), balance: this.$('[name="balance"]').checked,
-      alpha: Number(value("alpha")), steps: Number(value("steps")), seed: Number(value("seed")) };
-    if (value("seed").trim() === "" || !Number.isInteger(request.seed) || request.seed < 0) return { error: "The seed must be a whole number ≥ 0." };
+    let request;
+    try {
+      request = { num_experts: Number(parseSelect(this.$('[name="num_experts"]'), { label: "Experts N" })),
+        top_k: Number(parseSelect(this.$('[name="top_k"]'), { label: "Top-k" })), balance: this.$('[name="balance"]').checked,
+        alpha: Number(value("alpha")), steps: Number(value("steps")),
+        seed: parseInteger(value("seed"), { label: "The seed", min: 0, max: 2 ** 32 - 1 }) };
+    } catch (err) {
+      return { error: err };
+    }
     if (request.top_k >= request.num_experts) return { error: "Top-k must be smaller than the number of experts." };
     return { request };
   }
@@ -136,7 +141,7 @@ class TxMoe extends TxElement {
       this.show();
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

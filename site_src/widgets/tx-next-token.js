@@ -35,10 +35,8 @@ class TxNextToken extends TxElement {
       </div>
       <p class="notice" role="note" hidden></p>
       <table class="topk"><thead><tr><th>#</th><th>token</th><th>id</th><th>probability</th></tr></thead><tbody></tbody></table>
-      <button type="button" class="retry" hidden>Retry</button>
       <style>
         .notice { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
-        .retry { margin-top: 0.5em; font: inherit; }
       </style>`;
   }
 
@@ -53,7 +51,6 @@ class TxNextToken extends TxElement {
       timer = setTimeout(() => this.update(), 250);
     });
     select.addEventListener("change", () => this.update());
-    this.$(".retry").addEventListener("click", () => this.update());
     this.generation = 0;
     this.onProgress = (event) => {
       if (this.dataset.state !== "ready") this.showProgress(event.message, event);
@@ -72,7 +69,7 @@ class TxNextToken extends TxElement {
         onProgress: this.onProgress,
       });
       if (stale()) return;
-      this.$(".retry").hidden = true;
+      this.watchModel(model);
       this.showBadge(model.info);
       this.showNotices(model.info.notices);
       const ids = model.tokenizer.encode(this.$("textarea").value);
@@ -86,12 +83,25 @@ class TxNextToken extends TxElement {
       const { logits } = await model.forward(ids);
       if (stale()) return;
       this.render(model.tokenizer, topK(logits, TOP));
-      this.showReady(`${ids.length} token${ids.length === 1 ? "" : "s"} in, one distribution over ${logits.length.toLocaleString("en")} tokens out.`);
+      const where = model.info.backendNote ? ` ${model.info.backendNote}` : "";
+      this.showReady(`${ids.length} token${ids.length === 1 ? "" : "s"} in, one distribution over ${logits.length.toLocaleString("en")} tokens out.${where}`);
     } catch (err) {
       if (stale()) return;
-      this.showError(err);
-      this.$(".retry").hidden = !err.retryable;
+      this.showError(err, { retry: () => this.update() });
     }
+  }
+
+  /** When the model stops working (e.g. the WebGPU device is lost), say so at once, with Retry. */
+  watchModel(model) {
+    if (this.model === model) return;
+    this.model = model;
+    model.lost.then((err) => {
+      if (this.model !== model) return;
+      this.model = null;
+      this.generation++; // a forward pass of the lost model must not draw over the message
+      this.$("tbody").innerHTML = ""; // its numbers are no longer the model's
+      this.showError(err, { retry: () => this.update() });
+    });
   }
 
   showNotices(notices) {

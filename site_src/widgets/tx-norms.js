@@ -11,8 +11,9 @@
  * `data-std`, `data-rms` per row (`data-norm` = input | layer_norm | rms_norm); every
  * point of the depth plot carries `data-wiring`, `data-layer` and `data-rms`.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement } from "./base.js";
+import { describeRange, parseInteger, parseSelect } from "./inputs.js";
 
 const STYLE = `
   .controls input[type=text], .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -31,6 +32,7 @@ const STYLE = `
   svg rect.post { fill: #e65100; stroke: none; }
   svg .grid { stroke: var(--tx-border); }
 `;
+const MAX_ENTRY = 1e6; // larger entries overflow the squares the norms sum
 const ROWS = [["input", "input x"], ["layer_norm", "LayerNorm(x)"], ["rms_norm", "RMSNorm(x)"]];
 
 /** Parse "1, 2.5, -3" into numbers, or return an error message. */
@@ -39,8 +41,12 @@ function parseVector(text) {
   if (parts.length === 0) return { error: "Type at least one number." };
   if (parts.length > 64) return { error: "Use at most 64 numbers." };
   const values = parts.map(Number);
-  const bad = parts.find((p, i) => !Number.isFinite(values[i]));
-  return bad === undefined ? { values } : { error: `“${bad}” is not a number.` };
+  const shown = (p) => (p.length > 24 ? `${p.slice(0, 24)}…` : p);
+  const bad = parts.find((p, i) => Number.isNaN(values[i]));
+  if (bad !== undefined) return { error: `“${shown(bad)}” is not a number.` };
+  const huge = parts.find((p, i) => !(Math.abs(values[i]) <= MAX_ENTRY)); // Infinity too
+  if (huge !== undefined) return { error: `“${shown(huge)}” is too large: each number of x must be ${describeRange({ min: -MAX_ENTRY, max: MAX_ENTRY })}.` };
+  return { values };
 }
 
 /** Line chart of the stream's RMS by layer: pre-norm (solid, circles) and post-norm (dashed, squares). */
@@ -84,7 +90,7 @@ class TxNorms extends TxElement {
         <label>ε <input name="eps" type="number" min="0" step="any"><span></span></label>
         <label>Seed <input name="seed" type="number" min="0" step="1"><span></span></label>
       </div>
-      <table aria-label="Mean, standard deviation and RMS before and after each norm"><thead>
+      <table class="scroll" aria-label="Mean, standard deviation and RMS before and after each norm"><thead>
         <tr><th></th><th>mean</th><th>std</th><th>RMS</th><th>values</th></tr></thead><tbody class="stats"></tbody></table>
       <div class="title">Pre-norm versus post-norm: the residual stream with depth</div>
       <div class="controls">
@@ -103,9 +109,7 @@ class TxNorms extends TxElement {
     for (const el of this.shadowRoot.querySelectorAll("input, select")) el.addEventListener("input", () => this.update());
     this.$('[name="random"]').addEventListener("click", () => this.randomise());
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -116,12 +120,12 @@ class TxNorms extends TxElement {
   /** Replace x by a random vector (8 entries, mean 3, std 2) drawn with the seed. */
   async randomise() {
     try {
-      const seed = Number(this.$('[name="seed"]').value);
+      const seed = parseInteger(this.$('[name="seed"]').value, { label: "The seed", min: 0, max: 2 ** 31 - 1 });
       const x = await callDemo("norms", "random_vector", { d: 8, seed, mean: 3, std: 2 });
       this.$('[name="vector"]').value = x.map((v) => v.toFixed(3)).join(", ");
       this.update();
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.randomise() });
     }
   }
 
@@ -130,10 +134,14 @@ class TxNorms extends TxElement {
     if (error) return { error };
     const eps = Number(this.$('[name="eps"]').value);
     if (!(eps > 0 && eps <= 1)) return { error: "ε must be a small positive number (at most 1)." };
-    const seed = Number(this.$('[name="seed"]').value);
-    if (!Number.isInteger(seed) || seed < 0) return { error: "The seed must be a whole number ≥ 0." };
-    const depth = Number(this.$('[name="depth"]').value);
-    return { request: { x: values, eps, seed, depth, d_model: Number(this.$('[name="d_model"]').value) } };
+    try {
+      const seed = parseInteger(this.$('[name="seed"]').value, { label: "The seed", min: 0, max: 2 ** 31 - 1 });
+      const depth = parseInteger(this.$('[name="depth"]').value, { label: "Layers", min: 1, max: 64 });
+      const d_model = Number(parseSelect(this.$('[name="d_model"]'), { label: "Width d" }));
+      return { request: { x: values, eps, seed, depth, d_model } };
+    } catch (err) {
+      return { error: err };
+    }
   }
 
   async update() {
@@ -154,7 +162,7 @@ class TxNorms extends TxElement {
       this.dataset.request = JSON.stringify(request);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -15,8 +15,9 @@
  * `data-value` / `data-count` / `data-logits` / `data-argmax`; `data-request` on the
  * element is the JSON of the arguments shown.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseSelect } from "./inputs.js";
 
 const DIGITS = { float16: 5, float32: 9, float64: 17 }; // enough to tell adjacent numbers apart
 const ORDER_NAMES = {
@@ -102,14 +103,14 @@ class TxNumerics extends TxElement {
       </div>
       <section class="orders"><h3>1. One set of numbers, many orders of addition</h3><p class="note orders-summary"></p>
         <div class="chart"></div>
-        <table class="named"><thead><tr><th>order</th><th class="num">sum</th><th class="num">error (ulps)</th></tr></thead><tbody></tbody></table>
+        <table class="named scroll"><thead><tr><th>order</th><th class="num">sum</th><th class="num">error (ulps)</th></tr></thead><tbody></tbody></table>
         <details><summary>Every distinct sum</summary>
-          <table class="distinct"><thead><tr><th class="num">sum</th><th class="num">error (ulps)</th><th class="num">orders</th></tr></thead><tbody></tbody></table>
+          <table class="distinct scroll"><thead><tr><th class="num">sum</th><th class="num">error (ulps)</th><th class="num">orders</th></tr></thead><tbody></tbody></table>
         </details></section>
       <section class="batch"><h3>2. One row, reduced inside batches of different sizes</h3><p class="note batch-summary"></p>
-        <table class="batch-table"><thead><tr><th class="num">batch size</th><th class="num">chunks per row</th><th class="num">sum of the same row</th><th class="num">error (ulps)</th></tr></thead><tbody></tbody></table></section>
+        <table class="batch-table scroll"><thead><tr><th class="num">batch size</th><th class="num">chunks per row</th><th class="num">sum of the same row</th><th class="num">error (ulps)</th></tr></thead><tbody></tbody></table></section>
       <section class="flip"><h3>3. Temperature 0, two answers</h3><p class="note flip-summary"></p>
-        <table class="flip-table"><thead><tr><th class="num">batch size</th><th class="num">logit “yes”</th><th class="num">logit “no”</th><th class="num">no − yes</th><th>greedy picks</th></tr></thead><tbody></tbody></table></section>`;
+        <table class="flip-table scroll"><thead><tr><th class="num">batch size</th><th class="num">logit “yes”</th><th class="num">logit “no”</th><th class="num">no − yes</th><th>greedy picks</th></tr></thead><tbody></tbody></table></section>`;
   }
 
   mount() {
@@ -128,9 +129,7 @@ class TxNumerics extends TxElement {
       });
     }
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -141,7 +140,7 @@ class TxNumerics extends TxElement {
   /** The controls as numbers; a readable Error for anything out of range. */
   request() {
     const get = (name) => this.$(`[name="${name}"]`).value.trim();
-    const out = { dtype: get("dtype") };
+    const out = { dtype: parseSelect(this.$('[name="dtype"]'), { label: "The type" }) };
     for (const [name, [lo, hi]] of Object.entries(LIMITS)) {
       const text = get(name);
       const label = { n: "Numbers", seed: "Seed", orders: "Orders" }[name];
@@ -174,7 +173,7 @@ class TxNumerics extends TxElement {
       this.renderFlip(flip);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -41,7 +41,7 @@ class TxParity extends TxElement {
         ${errors ? `<ul class="pl-note">${errors}</ul>` : ""}`;
       this.showReady("");
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.mount() });
     }
   }
 }

@@ -363,6 +363,8 @@ export async function blockTrace(model, run, layer) {
 
 // ---------------------------------------------------------------- drawing
 
+const LABEL_ROW = 12; // px: the height a row needs for its label (the figures' 10 px text)
+
 /**
  * An SVG heatmap of `rows` (nested arrays), with the full-precision values in `data-values`.
  * Shade: darker = larger |value|; negative cells are hatched, so sign reads without colour.
@@ -373,6 +375,8 @@ export function heatmap(rows, { name, caption, rowLabels = [], colLabel = "", ce
   const R = rows.length;
   const C = R ? rows[0].length : 0;
   const size = cell || (numbers ? 34 : Math.max(4, Math.min(14, Math.floor(560 / Math.max(C, 1)))));
+  // Rows are never shorter than a row label's line, so labels cannot overlap (narrow cells stay narrow).
+  const rowH = rowLabels.length ? Math.max(size, LABEL_ROW) : size;
   const left = rowLabels.length ? 86 : 4;
   const top = 14;
   let max = 0;
@@ -381,24 +385,24 @@ export function heatmap(rows, { name, caption, rowLabels = [], colLabel = "", ce
   let cells = "";
   rows.forEach((r, i) => {
     r.forEach((v, j) => {
-      const x = left + j * size, y = top + i * size;
+      const x = left + j * size, y = top + i * rowH;
       const label = Number.isFinite(v) ? v.toPrecision(4) : (v < 0 ? "−∞" : String(v));
       if (!Number.isFinite(v)) {
-        cells += `<rect x="${x}" y="${y}" width="${size}" height="${size}" fill="none" stroke="currentColor" stroke-opacity="0.25"><title>row ${i}, col ${j}: ${label}</title></rect>`;
-        if (numbers) cells += `<text x="${x + size / 2}" y="${y + size / 2 + 3}" text-anchor="middle">−∞</text>`;
+        cells += `<rect x="${x}" y="${y}" width="${size}" height="${rowH}" fill="none" stroke="currentColor" stroke-opacity="0.25"><title>row ${i}, col ${j}: ${label}</title></rect>`;
+        if (numbers) cells += `<text x="${x + size / 2}" y="${y + rowH / 2 + 3}" text-anchor="middle">−∞</text>`;
         return;
       }
       const a = max > 0 ? Math.abs(v) / max : 0;
       const fill = v < 0 ? `url(#${id})` : "currentColor";
-      cells += `<rect x="${x}" y="${y}" width="${size}" height="${size}" fill="${fill}" fill-opacity="${(0.08 + 0.92 * a).toFixed(3)}"><title>row ${i}, col ${j}: ${label}</title></rect>`;
+      cells += `<rect x="${x}" y="${y}" width="${size}" height="${rowH}" fill="${fill}" fill-opacity="${(0.08 + 0.92 * a).toFixed(3)}"><title>row ${i}, col ${j}: ${label}</title></rect>`;
       if (numbers) {
         const text = Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2);
-        cells += `<text x="${x + size / 2}" y="${y + size / 2 + 3}" text-anchor="middle" paint-order="stroke" stroke="var(--tx-bg, #fff)" stroke-width="2.5">${text}</text>`;
+        cells += `<text x="${x + size / 2}" y="${y + rowH / 2 + 3}" text-anchor="middle" paint-order="stroke" stroke="var(--tx-bg, #fff)" stroke-width="2.5">${text}</text>`;
       }
     });
   });
-  const labels = rowLabels.map((l, i) => `<text x="${left - 4}" y="${top + i * size + size / 2 + 3}" text-anchor="end">${escapeHtml(l.slice(0, 14))}</text>`).join("");
-  const width = left + C * size + 4, height = top + R * size + 4;
+  const labels = rowLabels.map((l, i) => `<text x="${left - 4}" y="${top + i * rowH + rowH / 2 + 3}" text-anchor="end">${escapeHtml(l.slice(0, 14))}</text>`).join("");
+  const width = left + C * size + 4, height = top + R * rowH + 4;
   const json = JSON.stringify(rows.map((r) => r.map((v) => (Number.isFinite(v) ? v : null))));
   return `<figure class="pl-fig" data-name="${escapeHtml(name)}" data-rows="${R}" data-cols="${C}" data-values='${json}'>
     <figcaption>${caption}</figcaption>
@@ -508,13 +512,13 @@ export class PipelineStage extends TxElement {
       const html = await this.draw({ model, ids: enc.ids, run, enc });
       if (stale()) return;
       this.$(".pl-out").innerHTML = html;
-      this.after?.({ model, ids: enc.ids, run });
+      this.afterDraw?.({ model, ids: enc.ids, run });
       this.dataset.runs = String(Number(this.dataset.runs || 0) + 1);
       this.dataset.variant = model.info.variant;
       this.showReady(`${model.info.name} · ${model.info.variant} · ${model.info.backend}`);
     } catch (err) {
       if (stale()) return;
-      this.showError(err);
+      this.showError(err, { retry: () => this.refresh() });
     }
   }
 }

@@ -4,10 +4,11 @@
  * site's model, and what the reader's prompt looks like there, from one live forward pass.
  * "Step through" moves a marker down the boxes.
  *
- * Attributes: `base` (optional), the URL prefix of the stage pages (default "./").
+ * Attributes: `base` (optional), the URL prefix of the stage pages: a relative path or an http(s) address (default "./").
  * Shows `data-shape` (the site model's shape) and `data-stage` on each box.
  */
 import { escapeHtml, formatProb } from "./base.js";
+import { InputError } from "./inputs.js";
 import { topK } from "../runtime/probs.js";
 import { PipelineStage, GPT2_SMALL, shapeText, visible } from "./tx-pipeline-common.js";
 
@@ -27,6 +28,23 @@ export const STAGES = [
   ["07-sampling", "7", "Softmax and sampling", (c, T) => [c.vocab_size]],
   ["08-autoregression", "8", "Emit a token, loop", (c, T) => [T + 1]],
 ];
+
+/**
+ * The `base` attribute as the prefix of the stage links: a relative path or an http(s)
+ * address. Anything else (`javascript:`, `data:`) would make the links run or show what the
+ * embedding page chose, so it is refused.
+ */
+function linkBase(base) {
+  if (base === null) return "./";
+  let url = null;
+  try {
+    url = new URL(base, document.baseURI);
+  } catch {
+    // not an address at all
+  }
+  if (url && (url.protocol === "http:" || url.protocol === "https:")) return base;
+  throw new InputError(`The base attribute must be a relative path or an http(s) address (it is “${base.slice(0, 40)}”).`);
+}
 
 const fmt = (a) => Array.from(a, (v) => v.toFixed(2)).join(", ");
 
@@ -67,7 +85,7 @@ class TxPipeline extends PipelineStage {
   async draw({ model, ids, run }) {
     const cfg = model.info.config;
     const T = ids.length;
-    const base = this.getAttribute("base") ?? "./";
+    const base = linkBase(this.getAttribute("base"));
     const C = cfg.n_embd;
     const L = cfg.n_layer;
     const tok = (id) => escapeHtml(visible(model.tokenizer.tokenToString(id)));

@@ -10,8 +10,9 @@
  * in `data-value`; the readout shows PE[p]·PE[q] next to PE[p+k]·PE[q+k] (`data-dot`,
  * `data-shifted-dot`, `data-closed-form`). Clicking a similarity cell picks p and q.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement } from "./base.js";
+import { parseInteger } from "./inputs.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; }
@@ -21,6 +22,7 @@ const STYLE = `
   svg { width: 100%; height: auto; display: block; }
   svg text { font-size: 9px; fill: var(--tx-muted); }
   svg rect.cell { shape-rendering: crispEdges; }
+  svg rect.cell:focus { outline: 2px solid var(--tx-fg); stroke: var(--tx-fg); stroke-width: 1.5; }
   svg .mark { fill: none; stroke: var(--tx-fg); stroke-width: 1.5; }
   svg .mark.shifted { stroke-dasharray: 3 2; }
   .readout { display: grid; grid-template-columns: auto 1fr; gap: 0.1em 1em; margin-top: 0.6em; font-variant-numeric: tabular-nums; }
@@ -38,8 +40,11 @@ function colour(v) {
   return `rgb(${mix(r)},${mix(g)},${mix(b)})`;
 }
 
-/** An SVG heat map of a matrix (rows × cols), with axis titles; `scale` maps values to [-1, 1]. */
-function heatmap(matrix, { scale, rowTitle, colTitle, kind, label }) {
+/**
+ * An SVG heat map of a matrix (rows × cols), with axis titles; `scale` maps values to [-1, 1].
+ * The cell `focus` [row, col] is the map's one tab stop; arrow keys move from there.
+ */
+function heatmap(matrix, { scale, rowTitle, colTitle, kind, label, focus = [0, 0] }) {
   const rows = matrix.length;
   const cols = matrix[0].length;
   const cell = Math.max(2, Math.min(10, Math.floor(320 / Math.max(rows, cols))));
@@ -47,9 +52,11 @@ function heatmap(matrix, { scale, rowTitle, colTitle, kind, label }) {
   const top = 4;
   const width = left + cols * cell + 4;
   const height = top + rows * cell + 22;
+  const [fi, fj] = [Math.min(focus[0], rows - 1), Math.min(focus[1], cols - 1)];
   const rects = matrix.map((row, i) => row.map((v, j) => `<rect class="cell" x="${left + j * cell}" y="${top + i * cell}"
-    width="${cell}" height="${cell}" fill="${colour(v / scale)}" data-row="${i}" data-col="${j}" data-value="${v}"></rect>`).join("")).join("");
-  return `<svg viewBox="0 0 ${width} ${height}" role="img" aria-label="${label}" data-kind="${kind}" data-cell="${cell}" data-left="${left}" data-top="${top}">
+    width="${cell}" height="${cell}" fill="${colour(v / scale)}" data-row="${i}" data-col="${j}" data-value="${v}"${i === fi && j === fj ? ' tabindex="0"' : ""}></rect>`).join("")).join("");
+  return `<svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${label}; arrow keys move between cells" data-kind="${kind}"
+    data-rows="${rows}" data-cols="${cols}" data-cell="${cell}" data-left="${left}" data-top="${top}">
     ${rects}<g class="marks"></g>
     <text x="${left}" y="${height - 6}">${colTitle} →</text>
     <text transform="translate(10 ${top}) rotate(90)">${rowTitle} →</text></svg>`;
@@ -68,7 +75,7 @@ class TxPositional extends TxElement {
       </div>
       <div class="maps">
         <figure><figcaption>The table PE: one row per position, one column per dimension (blue −1, white 0, orange +1)</figcaption><div class="table-map"></div></figure>
-        <figure><figcaption>Dot products PE[m]·PE[n] (scaled by d/2). Click a cell to pick p and q.</figcaption><div class="sim-map"></div></figure>
+        <figure><figcaption>Dot products PE[m]·PE[n] (scaled by d/2). Click a cell, or press Enter on it, to pick p and q.</figcaption><div class="sim-map"></div></figure>
       </div>
       <div class="hover" aria-live="polite"></div>
       <dl class="readout" aria-live="polite"></dl>`;
@@ -82,18 +89,13 @@ class TxPositional extends TxElement {
       el.value = value;
       el.addEventListener("input", () => this.update());
     }
-    this.$(".maps").addEventListener("click", (event) => {
-      const rect = event.target.closest("svg[data-kind=similarity] rect.cell");
-      if (!rect) return;
-      this.$('[name="p"]').value = rect.dataset.row;
-      this.$('[name="q"]').value = rect.dataset.col;
-      this.update();
-    });
+    this.focused = {}; // kind -> [row, col] of the map's tab stop
+    this.$(".maps").addEventListener("click", (event) => this.pick(event.target.closest("svg[data-kind=similarity] rect.cell")));
     this.$(".maps").addEventListener("mouseover", (event) => this.describe(event.target.closest("rect.cell")));
+    this.$(".maps").addEventListener("focusin", (event) => this.describe(event.target.closest("rect.cell")));
+    this.$(".maps").addEventListener("keydown", (event) => this.moveFocus(event));
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -102,25 +104,30 @@ class TxPositional extends TxElement {
   }
 
   request() {
-    const value = (name) => this.$(`[name="${name}"]`).value.trim();
-    const request = {};
-    for (const name of ["d_model", "n_positions", "p", "q", "k"]) {
-      const v = Number(value(name));
-      if (value(name) === "" || !Number.isInteger(v)) return { error: `${name === "k" ? "The shift k" : name} must be a whole number.` };
-      request[name] = v;
+    const value = (name) => this.$(`[name="${name}"]`).value;
+    try {
+      const request = {
+        d_model: parseInteger(value("d_model"), { label: "The width d", min: 2, max: 128 }),
+        n_positions: parseInteger(value("n_positions"), { label: "Positions", min: 2, max: 64 }),
+        p: parseInteger(value("p"), { label: "p", min: 0, max: 1_000_000 }),
+        q: parseInteger(value("q"), { label: "q", min: 0, max: 1_000_000 }),
+      };
+      request.k = parseInteger(value("k"), { label: "The shift k", min: -Math.min(request.p, request.q), max: 1_000_000 });
+      return { request };
+    } catch (err) {
+      return { error: err };
     }
-    return { request };
   }
 
   async update() {
     const { request, error } = this.request();
+    const generation = ++this.generation; // an answer still on its way is for older settings
     if (error) {
       this.showError(error);
       return;
     }
     this.$('[name="d_model"] + output').textContent = String(request.d_model);
     this.$('[name="n_positions"] + output').textContent = String(request.n_positions);
-    const generation = ++this.generation;
     try {
       const view = await callDemo("positional", "sinusoidal_view", request);
       if (generation !== this.generation) return;
@@ -129,16 +136,21 @@ class TxPositional extends TxElement {
       this.render(view);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 
   render(view) {
     const half = view.d_model / 2;
     this.$(".table-map").innerHTML = heatmap(view.table, { scale: 1, rowTitle: "position", colTitle: "dimension", kind: "table",
-      label: `Sinusoidal table, ${view.n_positions} positions by ${view.d_model} dimensions` });
+      label: `Sinusoidal table, ${view.n_positions} positions by ${view.d_model} dimensions`, focus: this.focused.table });
     this.$(".sim-map").innerHTML = heatmap(view.similarity, { scale: half, rowTitle: "position m", colTitle: "position n", kind: "similarity",
-      label: `Dot products between the ${view.n_positions} position vectors; largest, ${half}, on the diagonal` });
+      label: `Dot products between the ${view.n_positions} position vectors, largest, ${half}, on the diagonal; Enter picks p and q`,
+      focus: this.focused.similarity ?? [view.readout.p, view.readout.q] });
+    if (this.refocus) { // the cell the reader picked with Enter, drawn again
+      this.$(`.sim-map rect.cell[tabindex="0"]`)?.focus();
+      this.refocus = false;
+    }
     this.markCells(view.readout);
     const r = view.readout;
     const num = (x) => x.toFixed(6);
@@ -157,6 +169,43 @@ class TxPositional extends TxElement {
     const box = (i, j, cls) => (i < n && j < n
       ? `<rect class="mark ${cls}" x="${Number(left) + j * cell}" y="${Number(top) + i * cell}" width="${cell}" height="${cell}"></rect>` : "");
     svg.querySelector(".marks").innerHTML = box(p, q, "") + box(p + k, q + k, "shifted");
+  }
+
+  /** Click, Enter or Space on a similarity cell: its row and column become p and q. */
+  pick(rect) {
+    if (!rect) return;
+    this.$('[name="p"]').value = rect.dataset.row;
+    this.$('[name="q"]').value = rect.dataset.col;
+    this.focused.similarity = [Number(rect.dataset.row), Number(rect.dataset.col)];
+    this.refocus = this.shadowRoot.activeElement === rect;
+    this.update();
+  }
+
+  /** Arrow keys, Home and End move between the cells of a map (one tab stop per map). */
+  moveFocus(event) {
+    const rect = event.target.closest("rect.cell");
+    if (!rect) return;
+    const svg = rect.closest("svg");
+    if ((event.key === "Enter" || event.key === " ") && svg.dataset.kind === "similarity") {
+      event.preventDefault();
+      this.pick(rect);
+      return;
+    }
+    const [rows, cols] = [Number(svg.dataset.rows), Number(svg.dataset.cols)];
+    let [i, j] = [Number(rect.dataset.row), Number(rect.dataset.col)];
+    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+    if (event.key in moves) {
+      i = Math.min(rows - 1, Math.max(0, i + moves[event.key][0]));
+      j = Math.min(cols - 1, Math.max(0, j + moves[event.key][1]));
+    } else if (event.key === "Home") j = 0;
+    else if (event.key === "End") j = cols - 1;
+    else return;
+    event.preventDefault();
+    const next = svg.querySelector(`rect.cell[data-row="${i}"][data-col="${j}"]`);
+    rect.removeAttribute("tabindex");
+    next.setAttribute("tabindex", "0");
+    next.focus();
+    this.focused[svg.dataset.kind] = [i, j];
   }
 
   describe(rect) {

@@ -13,8 +13,9 @@
  * `data-theta` on the readout, `data-distance`/`data-similarity`/`data-bound` on the
  * chart points.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement } from "./base.js";
+import { parseSelect } from "./inputs.js";
 
 const MAX_DISTANCE = 128;
 const STYLE = `
@@ -85,9 +86,7 @@ class TxRope extends TxElement {
       });
     }
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -103,14 +102,21 @@ class TxRope extends TxElement {
 
   request() {
     const value = (name) => this.$(`[name="${name}"]`).value;
-    return { d: Number(value("d")), pair: Number(value("pair")), m: Number(value("m")), n: Number(value("n")),
-      vectors: value("vectors"), max_distance: MAX_DISTANCE };
+    return { d: Number(parseSelect(this.$('[name="d"]'), { label: "The head width d" })), pair: Number(value("pair")),
+      m: Number(value("m")), n: Number(value("n")), vectors: parseSelect(this.$('[name="vectors"]'), { label: "q and k" }),
+      max_distance: MAX_DISTANCE };
   }
 
   async update() {
-    const request = this.request();
-    for (const name of ["pair", "m", "n"]) this.$(`[name="${name}"] + output`).textContent = String(request[name]);
     const generation = ++this.generation;
+    let request;
+    try {
+      request = this.request();
+    } catch (err) {
+      this.showError(err);
+      return;
+    }
+    for (const name of ["pair", "m", "n"]) this.$(`[name="${name}"] + output`).textContent = String(request[name]);
     try {
       const view = await callDemo("rope", "rope_view", request);
       if (generation !== this.generation) return;
@@ -120,7 +126,7 @@ class TxRope extends TxElement {
       this.renderReadout(view, request);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -11,7 +11,7 @@
  * The distribution is computed by `demos.sampling.next_token_distribution` in the
  * Pyodide worker: the same function the test suite checks against PyTorch.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml, formatProb } from "./base.js";
 
 const EXAMPLE = {
@@ -56,9 +56,7 @@ class TxSampling extends TxElement {
       input.addEventListener("input", () => this.update());
     }
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.update();
   }
 
@@ -89,7 +87,7 @@ class TxSampling extends TxElement {
       this.render(request, dist);
       this.showReady();
     } catch (err) {
-      if (generation === this.generation) this.showError(err);
+      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -8,8 +8,9 @@
  * cell carries the exact value in `data-value` (and its key in `data-key`). The "All
  * presets" table is `demos.size.preset_table()`: computed against published counts.
  */
-import { callDemo, onPythonProgress } from "../runtime/python.js";
+import { callDemo, followPython } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseInteger, parseSelect } from "./inputs.js";
 
 /** Fields: [name, label, kind, help, placeholder]; kind is "count" (>= 1), "count0" (>= 0),
  * "optional" (a count, or empty for the default), "flag" or a list of choices. */
@@ -39,6 +40,10 @@ const USAGE = [
   ["train_tokens", "Training tokens", "optional", "empty: the Chinchilla budget, 20 per parameter", "20 × parameters"],
   ["kv_precision", "KV precision", ["fp16", "bf16", "fp32", "int8", "int4"], "bytes per cached number"],
 ];
+/** Largest value of each count that demos.size takes (top_k: at most the experts, checked there). */
+const MAX = { n_layer: 10_000, d_model: 1_000_000, n_head: 100_000, n_kv_head: 100_000, d_ff: 10_000_000,
+  vocab_size: 10_000_000, n_positions: 10_000_000, n_segments: 1_000, n_experts: 10_000, n_shared_experts: 10_000,
+  context_length: 100_000_000, train_tokens: 1e15 };
 const PRECISIONS = ["fp32", "fp16", "int8", "int4"];
 
 const STYLE = `
@@ -54,6 +59,8 @@ const STYLE = `
   table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
   th, td { text-align: left; padding: 0.15em 0.5em; border-bottom: 1px solid var(--tx-border); vertical-align: top; }
   td.num { text-align: right; white-space: nowrap; }
+  /* A phone: the results stay a two-column table (label, value) and long values wrap. */
+  @media (max-width: 600px) { td.num { white-space: normal; } }
   tr.group th { padding-top: 0.6em; color: var(--tx-muted); font-weight: 600; }
   details { margin-top: 0.8em; }
   summary { cursor: pointer; font-weight: 600; }
@@ -108,9 +115,7 @@ class TxSizeCalc extends TxElement {
 
   mount() {
     this.generation = 0;
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     for (const el of this.shadowRoot.querySelectorAll(".fields [name]")) {
       el.addEventListener(el.type === "checkbox" || el.tagName === "SELECT" ? "change" : "input", () => this.update());
     }
@@ -130,9 +135,14 @@ class TxSizeCalc extends TxElement {
         + '<option value="custom">custom (edited)</option>';
       this.renderPresetTable(table);
       const wanted = this.getAttribute("preset") ?? "gpt2-small";
-      this.applyPreset(presets.some((p) => p.id === wanted) ? wanted : presets[0].id);
+      const known = presets.some((p) => p.id === wanted);
+      if (!known) { // said once, after the first preset is computed
+        this.startError = `There is no preset “${wanted.slice(0, 40)}” (the preset attribute): showing ${presets[0].name}.`
+          + ` The ids are ${presets.map((p) => p.id).join(", ")}.`;
+      }
+      this.applyPreset(known ? wanted : presets[0].id);
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.start() });
     }
   }
 
@@ -164,18 +174,15 @@ class TxSizeCalc extends TxElement {
     for (const [name, label, kind] of [...FIELDS, ...USAGE]) {
       const el = this.$(`[name="${name}"]`);
       el.removeAttribute("aria-invalid");
-      if (Array.isArray(kind)) kwargs[name] = el.value;
-      else if (kind === "flag") kwargs[name] = el.checked;
-      else {
-        const text = el.value.trim();
-        if (kind === "optional" && text === "") continue;
-        const value = Number(text);
-        const min = kind === "count0" ? 0 : 1;
-        if (text === "" || !Number.isInteger(value) || value < min) {
-          el.setAttribute("aria-invalid", "true");
-          return { error: `${label} must be a whole number${min ? " of at least 1" : " (0 or more)"}.` };
+      try {
+        if (Array.isArray(kind)) kwargs[name] = parseSelect(el, { label });
+        else if (kind === "flag") kwargs[name] = el.checked;
+        else if (kind !== "optional" || el.value.trim() !== "") {
+          kwargs[name] = parseInteger(el.value, { label, min: kind === "count0" ? 0 : 1, max: MAX[name] });
         }
-        kwargs[name] = value;
+      } catch (err) {
+        el.setAttribute("aria-invalid", "true");
+        return { error: err.message };
       }
     }
     return { kwargs };
@@ -196,12 +203,14 @@ class TxSizeCalc extends TxElement {
       if (generation !== this.generation) return;
       this.dataset.request = JSON.stringify(kwargs);
       this.renderResults(result);
-      this.showReady();
+      if (this.startError) this.showError(this.startError);
+      else this.showReady();
+      this.startError = null;
     } catch (err) {
       if (generation !== this.generation) return;
       const field = /^model size: |^(\w+) /.exec(err.message)?.[1];
       this.$(`.fields [name="${field}"]`)?.setAttribute("aria-invalid", "true");
-      this.showError(err);
+      this.showError(err, { retry: () => this.update() });
     }
   }
 

@@ -4,7 +4,7 @@
  *
  * Attributes (all optional):
  *   bug         id of the first snippet shown (default: the first of the catalogue)
- *   time-limit  seconds a check may run before it is stopped, default 5
+ *   time-limit  seconds a check may run before it is stopped, 0.5 to 60, default 5
  *
  * The catalogue and the check are `demos.bugs.list_bugs` / `check` / `reveal`, run in the
  * Pyodide worker. The reader's code gets a time limit and a Stop button: the runtime
@@ -13,17 +13,21 @@
  *
  * State for tests and embedding pages: `data-bug` (snippet id), `data-result`
  * ("running", "passed", "failed", "error", "stopped"), `data-checks` (finished checks),
- * `data-max-abs-error`, `data-stopped-after` (seconds) and `data-interrupt`
- * ("interrupt" or "restart": how a running check is stopped on this page).
+ * `data-max-abs-error`, `data-stopped-after` (seconds), `data-time-limit` (the chosen limit,
+ * seconds) and `data-interrupt` ("interrupt" or "restart": how a running check is stopped
+ * on this page).
  */
-import { callDemo, interruptMode, onPythonProgress, StoppedError } from "../runtime/python.js";
+import { callDemo, interruptMode, followPython, StoppedError } from "../runtime/python.js";
 import { TxElement, escapeHtml } from "./base.js";
+import { parseChoice, parseNumber, parseSelect } from "./inputs.js";
 
 const INDENT = "    ";
 const LIMITS = [1, 2, 5, 10, 30];
+const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
 
 const STYLE = `
-  .row label { display: inline-flex; gap: 0.4em; align-items: center; }
+  .row label { display: inline-flex; gap: 0.4em; align-items: center; max-width: 100%; min-width: 0; }
+  .row label select { min-width: 0; flex: 1 1 auto; }
   .code { font-family: var(--md-code-font-family, monospace); font-size: 0.95em; line-height: 1.4;
           tab-size: 4; white-space: pre; overflow-wrap: normal; overflow-x: auto; resize: vertical; min-height: 14em; }
   .code:focus { outline: 2px solid var(--tx-accent); outline-offset: 1px; }
@@ -103,10 +107,18 @@ class TxSpotTheBug extends TxElement {
     this.dataset.checks = "0";
     this.edits = new Map(); // bug id -> the reader's code, kept while switching snippets
     this.escaped = false;
-    const limit = Number(this.getAttribute("time-limit") ?? 5);
+    this.attributeErrors = []; // shown once the catalogue is in
+    let limit = 5;
+    try {
+      limit = parseNumber(this.getAttribute("time-limit") ?? "5", LIMIT_RANGE);
+    } catch (err) {
+      this.attributeErrors.push(`${err.message} (time-limit="${this.getAttribute("time-limit").slice(0, 20)}"; using 5 s)`);
+    }
     const select = this.$('select[name="limit"]');
     if (!LIMITS.includes(limit)) select.insertAdjacentHTML("afterbegin", `<option value="${limit}">${limit} s</option>`);
     select.value = String(limit);
+    this.dataset.timeLimit = select.value;
+    select.addEventListener("change", () => { this.dataset.timeLimit = select.value; });
     this.$('select[name="bug"]').addEventListener("change", (e) => this.showBug(e.target.value));
     this.$('button[name="check"]').addEventListener("click", () => this.check());
     this.$('button[name="stop"]').addEventListener("click", () => this.stopper?.abort());
@@ -119,9 +131,7 @@ class TxSpotTheBug extends TxElement {
     const code = this.$(".code");
     code.addEventListener("keydown", (e) => this.onKey(e));
     code.addEventListener("input", () => this.edits.set(this.bug.id, code.value));
-    this.unsubscribe = onPythonProgress((event) => {
-      if (!event.done && this.dataset.state !== "ready") this.showProgress(event.message);
-    });
+    this.unsubscribe = followPython(this);
     this.load();
   }
 
@@ -150,18 +160,32 @@ class TxSpotTheBug extends TxElement {
     try {
       this.catalogue = await callDemo("bugs", "list_bugs");
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.load() });
       return;
     }
     const select = this.$('select[name="bug"]');
     select.innerHTML = this.catalogue.map((b, i) => `<option value="${b.id}">${i + 1}. ${escapeHtml(b.title)}</option>`).join("");
     select.disabled = false;
     const wanted = this.getAttribute("bug");
-    this.showBug(this.catalogue.some((b) => b.id === wanted) ? wanted : this.catalogue[0].id);
-    this.showReady();
+    const known = this.catalogue.some((b) => b.id === wanted);
+    if (wanted !== null && !known) {
+      this.attributeErrors.push(`There is no snippet “${wanted.slice(0, 40)}” (the bug attribute): showing the first one.`
+        + ` The ids are ${this.catalogue.map((b) => b.id).join(", ")}.`);
+    }
+    this.showBug(known ? wanted : this.catalogue[0].id);
+    if (this.attributeErrors.length) this.showError(this.attributeErrors.join(" "));
+    else this.showReady();
   }
 
   showBug(id) {
+    try {
+      parseChoice(id, this.catalogue.map((b, i) => [b.id, `${i + 1}. ${b.title}`]), { label: "The snippet" });
+    } catch (err) {
+      if (this.bug) this.$('select[name="bug"]').value = this.bug.id; // keep showing the one on screen
+      this.showError(err);
+      return;
+    }
+    if (this.dataset.state === "error") this.showReady();
     this.stopper?.abort();
     this.bug = this.catalogue.find((b) => b.id === id);
     this.dataset.bug = id;
@@ -195,7 +219,13 @@ class TxSpotTheBug extends TxElement {
   }
 
   async check() {
-    const limit = Number(this.$('select[name="limit"]').value);
+    let limit;
+    try {
+      limit = parseNumber(parseSelect(this.$('select[name="limit"]'), { label: "The time limit" }), LIMIT_RANGE);
+    } catch (err) {
+      this.showError(err);
+      return;
+    }
     const request = { bug_id: this.bug.id, code: this.$(".code").value };
     this.stopper = new AbortController();
     this.setBusy(true);
@@ -211,7 +241,7 @@ class TxSpotTheBug extends TxElement {
         this.showStopped(err);
         this.showReady();
       } else {
-        this.showError(err);
+        this.showError(err, { retry: () => this.check() });
         this.dataset.result = "error";
       }
     } finally {
@@ -268,7 +298,7 @@ class TxSpotTheBug extends TxElement {
       this.showAnswer(answer.diagnosis, answer.reference);
       this.dataset.revealed = this.bug.id;
     } catch (err) {
-      this.showError(err);
+      this.showError(err, { retry: () => this.reveal() });
     }
   }
 }

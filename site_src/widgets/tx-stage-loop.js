@@ -7,6 +7,7 @@
  * `data-ids` (JSON, the new ids) on the table.
  */
 import { escapeHtml } from "./base.js";
+import { parseInteger } from "./inputs.js";
 import { PipelineStage, GPT2_SMALL, shapeLine, visible } from "./tx-pipeline-common.js";
 
 class TxStageLoop extends PipelineStage {
@@ -19,8 +20,7 @@ class TxStageLoop extends PipelineStage {
   }
 
   async draw({ model, ids }) {
-    const steps = this.num("input[name=steps]");
-    if (!Number.isInteger(steps) || steps < 1 || steps > 32) throw new RangeError(`New tokens must be a whole number from 1 to 32, got ${steps}.`);
+    const steps = parseInteger(this.$("input[name=steps]").value, { label: "New tokens", min: 1, max: 32 });
     const { n_layer: L, n_head: H, n_embd: C } = model.info.config;
     const hd = C / H;
     const perToken = 2 * L * H * hd * 4; // keys and values, float32

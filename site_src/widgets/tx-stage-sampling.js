@@ -7,7 +7,8 @@
  * from), `data-candidates` and `data-sampled` on the summary line.
  */
 import { escapeHtml, formatProb } from "./base.js";
-import { Rng } from "../runtime/rng.js";
+import { parseInteger, parseNumber } from "./inputs.js";
+import { MAX_SEED, Rng } from "../runtime/rng.js";
 import { argmax, checkSampling, kthLargest, sampleToken } from "../runtime/sampler.js";
 import { PipelineStage, GPT2_SMALL, shapeLine, visible } from "./tx-pipeline-common.js";
 
@@ -52,13 +53,13 @@ class TxStageSampling extends PipelineStage {
   }
 
   async draw({ model, ids, run }) {
+    const field = (name) => this.$(`input[name=${name}]`).value;
     const settings = checkSampling({
-      temperature: this.num("input[name=temperature]"),
-      topK: this.num("input[name=topk]"),
-      topP: this.num("input[name=topp]"),
+      temperature: parseNumber(field("temperature"), { label: "Temperature", min: 0, max: 5 }),
+      topK: parseInteger(field("topk"), { label: "Top-k", min: 0, max: model.info.config.vocab_size }),
+      topP: parseNumber(field("topp"), { label: "Top-p", min: 0, max: 1 }),
     }, model.info.config.vocab_size);
-    const seed = this.num("input[name=seed]");
-    if (!Number.isInteger(seed) || seed < 0) throw new RangeError(`The seed must be a whole number ≥ 0, got ${seed}.`);
+    const seed = parseInteger(field("seed"), { label: "The seed", min: 0, max: MAX_SEED });
     const { probs, candidates } = filteredDistribution(run.logits, settings);
     const pick = sampleToken(run.logits, settings, new Rng(seed));
     const top = [...probs.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, SHOW);

@@ -84,6 +84,9 @@ def test_attention_explorer_matches_cpython(page):
     # Keyboard: focus the first cell, move right; the readout names the pair and its weight.
     widget.locator('.cell[data-row="0"][data-col="0"]').focus()
     p.keyboard.press("ArrowRight")
+    # The readout follows the focus, which moves on the key event: wait for it (a loaded machine is slow).
+    p.wait_for_function("""() => document.querySelector('tx-attention').shadowRoot
+                               .querySelector('.readout').textContent.includes('(key 2)')""", timeout=10_000)
     readout = widget.locator(".readout").inner_text()
     assert "“attention” (query 1)" in readout and "“is” (key 2)" in readout
     assert f"{expected['heads'][1]['weights'][0][1]:.4f}" in readout

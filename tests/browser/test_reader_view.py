@@ -1,6 +1,7 @@
-"""Every page of the built site loads cleanly, mounts its widgets and passes axe-core.
+"""Every page of the built site, as a reader sees it: on a desktop and on a phone, light and dark.
 
-For every HTML page of the site under test (``TX_SITE``, default ``site/``), one test:
+For every HTML page of the site under test (``TX_SITE``, default ``site/``), on each device
+(a 1280 px desktop window and a 375 px phone in mobile emulation), one test:
 
 * the page loads with no console error, no failed request and no request to another
   origin (the same ``WatchedPage`` checks as the ``page`` fixture of ``conftest.py``,
@@ -8,17 +9,29 @@ For every HTML page of the site under test (``TX_SITE``, default ``site/``), one
 * every ``tx-*`` element on it is a defined custom element and reaches
   ``data-state="ready"``; a widget that shows an error fails the test with its message;
 * every formula renders (no KaTeX error element);
+* in the light and in the dark scheme, no visible text (the page's and every widget's
+  shadow root's) shows ``[object Object]``, ``undefined``, ``NaN``, ``Infinity`` or ``null``
+  where a value belongs (``reader.bad_values``);
+* nothing makes the page wider than the viewport (wide tables and figures scroll inside
+  their own box), no widget cuts off part of its content and no figure draws labels over
+  each other (``reader.overflow``, ``reader.clipped``, ``reader.overlapping_text``);
 * axe-core finds no violation of impact "serious" or "critical", inside the widgets'
-  shadow roots included.
+  shadow roots included (desktop, both schemes: colour contrast differs between them);
+* a screenshot of every widget at each width is written under
+  ``build/screenshots/<device>-<scheme>/<page>/`` (not committed) for a person to look at:
+  light on the site's pages, dark on each widget's bare embed page.
 
-Speed: one browser context and one tab visit all pages. The first page is loaded
-normally; the others are reached through MkDocs Material's *instant navigation* (a click
-on a same-site link), which swaps the page content without reloading the window, so the
-Pyodide worker and the model session start once instead of once per page. Material only
-navigates instantly to URLs listed in ``sitemap.xml``, whose addresses come from
+Every bare ``/embed/<name>/`` page gets the same checks (but axe's, which the site's pages
+cover), at both widths, in its light and dark theme.
+
+Speed: one browser context and one tab per device visit all pages. The first page is
+loaded normally; the others are reached through MkDocs Material's *instant navigation*
+(a click on a same-site link), which swaps the page content without reloading the window,
+so the Pyodide worker and the model session start once instead of once per page. Material
+only navigates instantly to URLs listed in ``sitemap.xml``, whose addresses come from
 ``site_url``; the test therefore answers the sitemap request with the site's own pages at
 the test server's address. Pages missing from that list (such as ``404.html``) are
-loaded normally.
+loaded normally. The scheme is switched with Material's own palette toggle.
 """
 
 from __future__ import annotations
@@ -31,6 +44,7 @@ import time
 from pathlib import Path
 
 import pytest
+from reader import DESKTOP_WIDTH, PHONE_WIDTH, bad_values, clipped, overflow, overlapping_text, screenshot_widgets
 
 pytestmark = pytest.mark.browser
 
@@ -72,6 +86,27 @@ def local_sitemap(base_url: str, pages: list[str]) -> str:
 
 PAGES = site_pages()
 
+# The two readers: a desktop window and a phone (mobile emulation: touch, meta viewport).
+DEVICES = {
+    "desktop": {"viewport": {"width": DESKTOP_WIDTH, "height": 800}},
+    "phone": {"viewport": {"width": PHONE_WIDTH, "height": 740}, "is_mobile": True, "has_touch": True,
+              "device_scale_factor": 1},
+}
+# Material's palette toggle: the inputs of mkdocs.yml's `theme.palette`, light first.
+SCHEMES = {"light": "default", "dark": "slate"}
+# Words a widget or a page shows on purpose, as values: the float-format demos print the
+# IEEE special values their arithmetic produces.
+ALLOWED_WORDS = {"tx-numerics": {"NaN", "Infinity", "-Infinity"}}
+
+
+def set_scheme(page, scheme: str) -> None:
+    """Switch the colour scheme with Material's own palette toggle, as a reader's click does."""
+    page.evaluate("""scheme => {
+        const input = document.querySelector(`input[name=__palette][data-md-color-scheme=${scheme}]`);
+        if (input && !input.checked) input.click(); }""", SCHEMES[scheme])
+    page.wait_for_function("scheme => document.body.getAttribute('data-md-color-scheme') === scheme",
+                           arg=SCHEMES[scheme], timeout=5000)
+
 
 def _watched_page_class(config):
     """The `WatchedPage` of tests/browser/conftest.py, the class behind the `page` fixture."""
@@ -106,18 +141,20 @@ def wait_for_widgets(page, timeout_ms: int) -> None:
         pass
 
 
-def blocking_axe_violations(page) -> list[dict]:
-    """axe-core's violations of impact serious or critical (axe must be on the page)."""
-    result = page.evaluate("""async () => {
-        const r = await axe.run(document, {resultTypes: ["violations"]});
+def blocking_axe_violations(page, rules: list[str] | None = None) -> list[dict]:
+    """axe-core's violations of impact serious or critical (axe must be on the page); only
+    `rules` (axe rule ids) when given."""
+    result = page.evaluate("""async (rules) => {
+        const r = await axe.run(document, rules ? {runOnly: rules, resultTypes: ["violations"]}
+                                                : {resultTypes: ["violations"]});
         return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                        targets: v.nodes.slice(0, 5).map(n => n.target),
                                        count: v.nodes.length}));
-    }""")
+    }""", rules)
     return [v for v in result if v["impact"] in BLOCKING_IMPACTS]
 
 
-def problems_on(page, timeout_ms: int) -> list[str]:
+def problems_on(page, timeout_ms: int, axe: bool = True) -> list[str]:
     """Widgets that are undefined, failed or not ready, formulas KaTeX rejected, and blocking axe violations."""
     wait_for_widgets(page, timeout_ms)
     problems = []
@@ -131,10 +168,13 @@ def problems_on(page, timeout_ms: int) -> list[str]:
     for formula in page.evaluate("""() => [...document.querySelectorAll(".katex-error")]
                                         .map(el => el.getAttribute("title") || el.textContent)"""):
         problems.append(f"KaTeX could not render a formula: {formula}")
-    for v in blocking_axe_violations(page):
-        problems.append(f"axe {v['impact']} '{v['id']}' ({v['help']}) on {v['count']} element(s), e.g. "
-                        f"{json.dumps(v['targets'])}")
-    return problems
+    return problems + (axe_problems(page) if axe else [])
+
+
+def axe_problems(page, rules: list[str] | None = None) -> list[str]:
+    """axe-core's serious and critical violations, one line each."""
+    return [f"axe {v['impact']} '{v['id']}' ({v['help']}) on {v['count']} element(s), e.g. {json.dumps(v['targets'])}"
+            for v in blocking_axe_violations(page, rules)]
 
 
 class Tour:
@@ -168,18 +208,20 @@ class Tour:
         self._axe_ready()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=list(DEVICES))
 def tour(browser, site_url, request):
     if not AXE.is_file():
         pytest.fail(f"axe-core is not installed: {AXE} (run npm ci)")
     watched_page = _watched_page_class(request.config)
-    context = browser.new_context()
+    context = browser.new_context(**DEVICES[request.param])
     watched = watched_page(context, site_url)
     sitemap = local_sitemap(site_url.rstrip("/") + "/", PAGES)
     # Registered after WatchedPage's catch-all route, so it takes precedence for the sitemap.
     context.route("**/sitemap.xml", lambda route: route.fulfill(status=200, content_type="application/xml",
                                                                  body=sitemap))
-    yield Tour(watched, site_url)
+    tour = Tour(watched, site_url)
+    tour.device = request.param
+    yield tour
     context.close()
     watched.check()  # anything that happened after the last page's own check
 
@@ -188,13 +230,28 @@ def test_the_site_has_pages():
     assert len(PAGES) > 3, f"no pages found under {SITE}: build the site first (make site)"
 
 
+def reader_problems(tour, path: str, scheme: str) -> list[str]:
+    """What the reader of this page sees wrong in one scheme; writes the widgets' screenshots."""
+    set_scheme(tour.page, scheme)
+    problems = [f"{scheme}: {p}" for p in bad_values(tour.page, ALLOWED_WORDS)]
+    width = DEVICES[tour.device]["viewport"]["width"]
+    problems += [f"{scheme}: {p}" for p in overflow(tour.page, width) + clipped(tour.page) + overlapping_text(tour.page)]
+    if tour.device == "desktop":  # contrast differs between the schemes; the rest of axe does not
+        problems += [f"{scheme}: {p}" for p in axe_problems(tour.page, None if scheme == "light" else ["color-contrast"])]
+    if scheme == "light":  # the dark look of every widget type is taken on its embed page
+        screenshot_widgets(tour.page, f"{tour.device}-{scheme}/{path.strip('/').replace('/', '_') or 'index'}")
+    return problems
+
+
 @pytest.mark.parametrize("path", PAGES, ids=[p or "index" for p in PAGES])
 def test_page(tour, path):
     start = time.monotonic()
     errors_before, external_before = len(tour.watched.errors), len(tour.watched.external)
     first = not tour.loaded
     tour.visit(path)
-    problems = problems_on(tour.page, FIRST_TIMEOUT_MS if first else PAGE_TIMEOUT_MS)
+    problems = problems_on(tour.page, FIRST_TIMEOUT_MS if first else PAGE_TIMEOUT_MS, axe=False)
+    for scheme in ("dark", "light"):  # light last: the next page starts in the default scheme
+        problems += reader_problems(tour, path, scheme)
     errors = tour.watched.errors[errors_before:]
     external = tour.watched.external[external_before:]
     problems += [f"console error: {e}" for e in errors]
@@ -202,7 +259,44 @@ def test_page(tour, path):
     # Reported here, for this page; the fixture's final check must not report them again.
     del tour.watched.errors[errors_before:]
     del tour.watched.external[external_before:]
-    assert not problems, f"/{path} ({time.monotonic() - start:.1f} s):\n  " + "\n  ".join(problems)
+    assert not problems, f"/{path} on the {tour.device} ({time.monotonic() - start:.1f} s):\n  " + "\n  ".join(problems)
+
+
+EMBEDS = sorted(d.name for d in (SITE / "embed").iterdir() if (d / "index.html").is_file()) if (SITE / "embed").is_dir() else []
+
+
+@pytest.fixture(scope="module", params=list(DEVICES))
+def device_context(browser, site_url, request):
+    """One context per device for the bare embed pages (each page is a full load)."""
+    watched_page = _watched_page_class(request.config)
+    context = browser.new_context(**DEVICES[request.param])
+    watched = watched_page(context, site_url)
+    watched.device = request.param
+    yield watched
+    context.close()
+    watched.check()
+
+
+@pytest.mark.parametrize("name", EMBEDS)
+def test_embed_page(device_context, name):
+    """The bare iframe page of each widget, light and dark (its own theme switch), as on the site."""
+    watched, device = device_context, device_context.device
+    errors_before, external_before = len(watched.errors), len(watched.external)
+    p = watched.goto(f"embed/{name}/?theme=light")
+    p.wait_for_function("() => !!document.querySelector('[data-state]')", timeout=PAGE_TIMEOUT_MS)
+    problems = problems_on(p, FIRST_TIMEOUT_MS, axe=False)
+    width = DEVICES[device]["viewport"]["width"]
+    for scheme in ("light", "dark"):
+        p.evaluate("theme => { document.documentElement.dataset.theme = theme; }", scheme)
+        problems += [f"{scheme}: {x}" for x in bad_values(p, ALLOWED_WORDS) + overflow(p, width) + clipped(p)
+                     + overlapping_text(p)]
+        if scheme == "dark":  # the light look is taken on the site's pages
+            screenshot_widgets(p, f"{device}-{scheme}/embed_{name}")
+    problems += [f"console error: {e}" for e in watched.errors[errors_before:]]
+    problems += [f"request to another origin: {u}" for u in sorted(set(watched.external[external_before:]))]
+    del watched.errors[errors_before:]
+    del watched.external[external_before:]
+    assert not problems, f"/embed/{name}/ on the {device}:\n  " + "\n  ".join(problems)
 
 
 def test_the_checks_catch_what_they_should(page):
@@ -227,3 +321,70 @@ def test_the_checks_catch_what_they_should(page):
     assert any(x.startswith("<tx-sampling> shows an error: ⚠ The logits attribute") for x in problems), problems
     assert any("'image-alt'" in x for x in problems), problems
     assert any(x.startswith("KaTeX could not render a formula") for x in problems), problems
+
+
+def test_the_reader_checks_catch_what_they_should(browser, site_url):
+    """A stringified object, an undefined value, a page-widening figure and a cut-off select are caught."""
+    context = browser.new_context(**DEVICES["phone"])
+    try:
+        p = context.new_page()
+        p.goto(site_url + "sampling/")
+        wait_for_widgets(p, FIRST_TIMEOUT_MS)
+        assert bad_values(p) == [] and overflow(p, PHONE_WIDTH) == [] and clipped(p) == []
+        p.evaluate("""() => {
+            const article = document.querySelector("article");
+            article.insertAdjacentHTML("beforeend", '<p>Result: [object Object]</p><div style="width:600px">wide</div>');
+            const root = document.querySelector("tx-sampling").shadowRoot;
+            root.querySelector(".card").insertAdjacentHTML("beforeend",
+                '<span>p = undefined</span><code>None or NaN in code is fine</code>' +
+                '<select name="narrow" style="width:40px"><option>head 1 of 12</option></select>' +
+                '<svg width="200" height="40"><text x="10" y="20">0 Data</text><text x="12" y="23">1 visual</text></svg>');
+        }""")
+        assert sorted(bad_values(p)) == ["<tx-sampling> shows 'undefined' in 'p = undefined'",
+                                         "page text shows '[object Object]' in 'Result: [object Object]'",
+                                         ]
+        assert bad_values(p, {"": {"[object Object]"}, "tx-sampling": {"undefined"}}) == []
+        wide = overflow(p, PHONE_WIDTH)
+        assert wide[0].startswith("page is ") and any(x.startswith("div ends at 6") for x in wide), wide
+        assert any("select[name=narrow]" in x for x in clipped(p)), clipped(p)
+        assert overlapping_text(p) == ['<tx-sampling> svg: "0 Data" overlaps "1 visual"']
+    finally:
+        context.close()
+
+
+def test_no_widget_member_shadows_a_dom_member(page):
+    """A widget's method or field named like a DOM member (`after`, `remove`, `title`, ...) either
+    hides the DOM's own or, when only called as `this.after?.()`, runs the DOM's: both are bugs."""
+    p = page.goto("")
+    p.wait_for_function("() => !!(customElements.get('tx-sampling') && customElements.get('tx-stage-tokens'))")
+    found = p.evaluate("""() => {
+        const dom = new Set();
+        for (let proto = HTMLElement.prototype; proto; proto = Object.getPrototypeOf(proto))
+            Object.getOwnPropertyNames(proto).forEach(n => dom.add(n));
+        const lifecycle = new Set(["constructor", "connectedCallback", "disconnectedCallback",
+                                   "adoptedCallback", "attributeChangedCallback"]);
+        const tags = [...document.querySelectorAll("*")].map(e => e.localName);
+        const names = new Set(["tx-embed-builder", ...tags]);
+        const widgets = %s;
+        const out = {defined: 0, clashes: [], dom: [...dom]};
+        for (const tag of new Set([...names, ...widgets])) {
+            const cls = customElements.get(tag);
+            if (!cls) continue;
+            out.defined++;
+            for (let proto = cls.prototype; proto !== HTMLElement.prototype; proto = Object.getPrototypeOf(proto))
+                for (const n of Object.getOwnPropertyNames(proto))
+                    if (dom.has(n) && !lifecycle.has(n)) out.clashes.push(`${tag}: ${n}`);
+        }
+        return out;
+    }""" % json.dumps(sorted({f.stem for f in (ROOT / "site_src" / "widgets").glob("tx-*.js")})))
+    assert found["defined"] >= 34, found["defined"]
+    assert not found["clashes"], found["clashes"]
+    # Hooks looked up on `this` but defined by no widget (`this.after?.()`) are invisible to the
+    # check above: look for optional calls of DOM member names in the browser sources.
+    dom = set(found["dom"])
+    calls = []
+    for path in sorted((ROOT / "site_src").rglob("*.js")):
+        for name in re.findall(r"this\.(\w+)\?\.\(", path.read_text(encoding="utf-8")):
+            if name in dom:
+                calls.append(f"{path.relative_to(ROOT)}: this.{name}?.()")
+    assert not calls, calls

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from faults import manifest, model_dir, model_fault_route, serve_patched_manifest
 from test_generate_reference import EXACT_VARIANTS, OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
@@ -48,15 +49,6 @@ LOAD = """async ([options]) => {
 }"""
 
 
-def model_dir() -> Path:
-    name = json.loads((SITE / "models" / "index.json").read_text())["default"]
-    return SITE / "models" / name
-
-
-def manifest() -> dict:
-    return json.loads((model_dir() / "manifest.json").read_text())
-
-
 def variant_named(name: str) -> dict:
     return next(v for v in manifest()["variants"] if v["name"] == name)
 
@@ -72,11 +64,6 @@ def reference_for(variant: dict) -> OrtGPT2:
 @functools.lru_cache(maxsize=None)
 def _reference(name: str) -> OrtGPT2:
     return OrtGPT2(graph_path(model_dir(), manifest(), name), manifest()["config"])
-
-
-def model_file_urls() -> set[str]:
-    """Paths (below models/<name>/) of every variant file."""
-    return {f["path"] for v in manifest()["variants"] for f in v["files"]}
 
 
 def open_api(watched):
@@ -243,32 +230,6 @@ def test_second_load_comes_from_cache_storage(page):
     check_prefill_logits(p, second["info"])
 
 
-def _fault_route(p, kind, hits):
-    """Route every variant file through a fault of `kind` ("404", "corrupt", "truncate", "stall")."""
-    files = model_file_urls()
-    prefix = f"/models/{model_dir().name}/"
-
-    def handler(route):
-        path = route.request.url.split(prefix, 1)[1].split("?")[0]
-        if path not in files:
-            return route.continue_()
-        hits.append(path)
-        if kind == "404":
-            return route.fulfill(status=404, body="missing")
-        if kind == "stall":
-            return None  # never answer: the runtime must give up on its own
-        body = (model_dir() / path).read_bytes()
-        if kind == "corrupt":
-            broken = bytearray(body)
-            broken[len(broken) // 2] ^= 0xFF
-            return route.fulfill(status=200, body=bytes(broken), headers={"content-type": "application/octet-stream"})
-        return route.fulfill(status=200, body=body[: len(body) // 2], headers={"content-type": "application/octet-stream"})
-
-    pattern = f"**{prefix}**"
-    p.route(pattern, handler)
-    return pattern
-
-
 @pytest.mark.parametrize("kind, words", [
     ("404", ["HTTP 404", "no such file"]),
     ("corrupt", ["corrupted", "sha256"]),
@@ -278,7 +239,7 @@ def _fault_route(p, kind, hits):
 def test_download_faults_give_a_message_and_retry_works(page, kind, words):
     p = open_api(page)
     hits = []
-    pattern = _fault_route(p, kind, hits)
+    pattern = model_fault_route(p, kind, hits)
     # Short stall limits for the stalled server only: the other faults pass through Python, which takes time.
     quick = {"stallNoticeMs": 300, "stallTimeoutMs": 1500} if kind == "stall" else {}
     failed = load(p, backend="wasm", download=quick)
@@ -422,20 +383,6 @@ def test_service_worker_isolates_a_plain_static_host(browser):
         server.shutdown()
 
 
-def _serve_patched_manifest(p, patched: dict, extra_files: dict[str, bytes]):
-    prefix = f"/models/{model_dir().name}/"
-
-    def serve(route):
-        path = route.request.url.split(prefix, 1)[1].split("?")[0]
-        if path == "manifest.json":
-            return route.fulfill(status=200, body=json.dumps(patched), headers={"content-type": "application/json"})
-        if path in extra_files:
-            return route.fulfill(status=200, body=extra_files[path], headers={"content-type": "application/octet-stream"})
-        return route.continue_()
-
-    p.route(f"**{prefix}**", serve)
-
-
 BROKEN_GRAPH = b"this is not an ONNX graph"
 
 
@@ -450,7 +397,7 @@ def test_a_variant_that_fails_to_open_falls_back_to_the_next(page):
     patched = {**m, "variants": [_broken_variant(["wasm"]), *m["variants"]],
                "default_variants": {**m.get("default_variants", {}), "wasm": "broken"}}
     p = open_api(page)
-    _serve_patched_manifest(p, patched, {"broken/model.onnx": BROKEN_GRAPH})
+    serve_patched_manifest(p, patched, {"broken/model.onnx": BROKEN_GRAPH})
     result = load(p, backend="wasm")
     assert result["ok"], result
     assert result["info"]["variant"] != "broken"
@@ -464,7 +411,7 @@ def test_auto_falls_back_to_wasm_when_nothing_opens_on_webgpu(webgpu_page):
     patched = {**m, "variants": [_broken_variant(["webgpu"]), *[v for v in wasm_only if v["backends"]]],
                "default_variants": {k: v for k, v in m.get("default_variants", {}).items() if k != "webgpu"}}
     p = open_api(webgpu_page)
-    _serve_patched_manifest(p, patched, {"broken/model.onnx": BROKEN_GRAPH})
+    serve_patched_manifest(p, patched, {"broken/model.onnx": BROKEN_GRAPH})
     result = load(p)  # backend "auto": WebGPU has an adapter here, but its only variant is broken
     assert result["ok"], result
     assert result["info"]["backend"] == "wasm" and result["info"]["threads"] >= 1

@@ -133,8 +133,16 @@ class TxEmbedBuilder extends HTMLElement {
     window.removeEventListener("message", this.onMessage);
   }
 
+  /** The chosen widget; a value that is none of them (set by a script) goes back to the last one. */
+  chosenTag() {
+    const select = this.form.widget;
+    if (Object.hasOwn(WIDGETS, select.value)) this.tag = select.value;
+    else select.value = this.tag ?? "tx-sampling";
+    return select.value;
+  }
+
   renderAttributes() {
-    const tag = this.form.widget.value;
+    const tag = this.chosenTag();
     this.querySelector(".tx-attrs").innerHTML = WIDGETS[tag].attributes
       .filter((a) => !RESERVED.includes(a.name))
       .map((a) => (a.boolean
@@ -143,7 +151,7 @@ class TxEmbedBuilder extends HTMLElement {
       .join("") || "<p>This widget has no attributes.</p>";
   }
 
-  attributes() {
+  chosenAttributes() {
     const out = [];
     for (const input of this.querySelectorAll("[data-attr]")) {
       if (input.type === "checkbox") {
@@ -161,9 +169,9 @@ class TxEmbedBuilder extends HTMLElement {
   }
 
   update() {
-    const tag = this.form.widget.value;
+    const tag = this.chosenTag();
     const theme = this.form.theme.value;
-    const attributes = this.attributes();
+    const attributes = this.chosenAttributes();
     const script = scriptSnippet(tag, attributes);
     const iframe = iframeSnippet(tag, attributes, theme);
     this.querySelector(".tx-script").textContent = script;

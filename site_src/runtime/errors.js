@@ -1,0 +1,188 @@
+/**
+ * What the reader reads when something fails: the one place that turns low-level errors
+ * (`TypeError: Failed to fetch`, a JSON `SyntaxError`, an HTTP status, a hash mismatch,
+ * `WebAssembly.CompileError`, a worker that does not start) into a sentence about what
+ * failed, and says whether trying again can help.
+ *
+ *   import { explain, isRetryable, pythonStartMessage } from "./errors.js";
+ *   explain(new TypeError("Failed to fetch"))
+ *   // "A file could not be downloaded: the connection failed. Check your connection and retry."
+ *   pythonStartMessage({ file: "pyodide.asm.wasm", kind: "http", status: 404 })
+ *   // "Python could not start: a runtime file (pyodide.asm.wasm) could not be downloaded (HTTP 404)."
+ *
+ * The runtimes (Python worker, model worker, download) build their messages with the
+ * helpers here; `TxElement.showError` passes whatever reaches a widget through `explain`.
+ * Works in Web Workers, on the page and under node.
+ * @module errors
+ */
+
+/** A fault the reader can act on: `kind` says what went wrong, `file` which file, `retryable` whether Retry may help. */
+export class LoadError extends Error {
+  /**
+   * @param {string} message the reader-facing sentence
+   * @param {{kind?: string, file?: string, retryable?: boolean}} [details]
+   */
+  constructor(message, { kind = "load", file, retryable = true } = {}) {
+    super(message);
+    this.name = "LoadError";
+    this.kind = kind;
+    this.file = file;
+    this.retryable = retryable;
+  }
+}
+
+/** Why a file that arrived cannot be used, by what was checked. */
+export const DAMAGE = Object.freeze({
+  wasm: "it is not valid WebAssembly",
+  json: "it is not valid JSON",
+  zip: "it is not a zip archive",
+  js: "it is not valid JavaScript",
+  hash: "its checksum does not match the one the site lists",
+});
+
+/** The last path segment of a URL or path ("…/pyodide.asm.wasm?x=1" -> "pyodide.asm.wasm"). */
+export function fileName(url) {
+  return String(url).split(/[?#]/)[0].split("/").filter(Boolean).pop() || String(url);
+}
+
+/**
+ * The line shown while a download gets no data.
+ * @param {number} seconds how long nothing has arrived
+ * @param {string} [what] what is awaited, e.g. "pyodide.asm.wasm"
+ * @returns {string} e.g. "No data for 6 s — still waiting for pyodide.asm.wasm…"
+ */
+export function stallNotice(seconds, what) {
+  const shown = seconds >= 1 ? Math.floor(seconds) : Math.round(seconds * 10) / 10;
+  return `No data for ${shown} s — still waiting${what ? ` for ${what}` : ""}…`;
+}
+
+/** How the reader-facing messages name a file of the Python runtime. */
+export function pythonFileLabel(file) {
+  if (/^numpy-.*\.whl$/.test(file)) return `the NumPy package (${file})`;
+  if (/^demos-.*\.whl$/.test(file)) return `the textbook's demos package (${file})`;
+  if (file === "python-worker.js") return `its worker script (${file})`;
+  return `a runtime file (${file})`;
+}
+
+/** "could not be downloaded (HTTP 404)", "is damaged: it is not valid JSON", ... */
+function fileProblem({ kind, status, detail, seconds }) {
+  switch (kind) {
+    case "http": return status ? `could not be downloaded (HTTP ${status})` : `could not be used: ${detail}`;
+    case "network": return "could not be downloaded (the connection failed)";
+    case "damaged": return `is damaged: ${detail || "it is not what the site published"}`;
+    case "stalled": return `stopped arriving: no data for ${Math.round(seconds)} s`;
+    case "worker": return "could not be loaded";
+    default: return detail ? `failed: ${detail}` : "failed";
+  }
+}
+
+/**
+ * The message of a failed Python start.
+ * @param {{kind: "http"|"network"|"damaged"|"stalled"|"worker"|"timeout"|string, file?: string,
+ *   status?: number, detail?: string, seconds?: number}} fault
+ * @returns {string}
+ */
+export function pythonStartMessage(fault) {
+  if (fault.kind === "timeout") return `Python could not start: it made no progress for ${Math.round(fault.seconds)} s.`;
+  const sentence = fault.file ? `${pythonFileLabel(fault.file)} ${fileProblem(fault)}` : fault.detail || "an unknown error";
+  return `Python could not start: ${sentence.replace(/[.\s]+$/, "")}.`;
+}
+
+/**
+ * The message of a JSON file the model runtime reads that cannot be used.
+ * @param {string} what how to name the file, e.g. "The model's file list (manifest.json)"
+ * @param {{kind: "http"|"network"|"json"|"fields", status?: number, field?: string}} fault
+ * @returns {string}
+ */
+export function dataFileMessage(what, { kind, status, field }) {
+  switch (kind) {
+    case "http": return `${what} could not be downloaded (HTTP ${status}).`;
+    case "network": return `${what} could not be downloaded: the connection failed. Check your connection and retry.`;
+    case "json": return `${what} is damaged: ${DAMAGE.json}.`;
+    default: return `${what} is incomplete: it has no ${field}.`;
+  }
+}
+
+/** The message of a model manifest that cannot be used (see `dataFileMessage`). */
+export function manifestMessage(fault) {
+  return dataFileMessage("The model's file list (manifest.json)", fault);
+}
+
+/**
+ * The message of a Web Worker that did not start or crashed.
+ * @param {"python"|"model"} which whose worker
+ * @param {string} [detail] the browser's own message, when it gave one
+ */
+export function workerMessage(which, detail) {
+  if (which === "python") {
+    return detail ? `Python stopped: its worker crashed (${detail}).` : pythonStartMessage({ kind: "worker", file: "python-worker.js" });
+  }
+  return detail
+    ? `The model stopped: its worker crashed (${detail}).`
+    : "The model could not start: its worker script (model-worker.js) could not be loaded.";
+}
+
+/** The message when the GPU device under a WebGPU session is lost. */
+export function deviceLostMessage(reason) {
+  const why = String(reason || "").trim().replace(/\.+$/, "");
+  return `The GPU stopped working for this page (WebGPU device lost${why ? `: ${why}` : ""}). Retry to start the model again.`;
+}
+
+const FETCH_FAILED = /^(Failed to fetch|NetworkError|Load failed|network error)/i;
+const IMPORT_FAILED = /(?:Failed to fetch dynamically imported module|error loading dynamically imported module|Importing a module script failed)[:\s]*(\S*)/i;
+const RAW_HTTP = /^HTTP (\d{3})(?: [A-Za-z ]+)? for (\S+?)\.?$/;
+
+function messageOf(error) {
+  return String((error && error.message) || error || "").trim();
+}
+
+/** Which low-level error this is, or null for one that already reads well. */
+function classify(error) {
+  if (!error || typeof error !== "object") return null;
+  const message = messageOf(error);
+  if (typeof WebAssembly !== "undefined" && (error instanceof WebAssembly.CompileError || error instanceof WebAssembly.LinkError)) return "wasm";
+  if (error.name === "CompileError" || error.name === "LinkError") return "wasm";
+  if (IMPORT_FAILED.test(message)) return "import";
+  if (error.name === "TypeError" && FETCH_FAILED.test(message)) return "network";
+  if (error.name === "SyntaxError" && /JSON/i.test(message)) return "json";
+  if (RAW_HTTP.test(message)) return "http";
+  if (/sha-?256|integrity/i.test(message) && /match/i.test(message)) return "hash";
+  return null;
+}
+
+/**
+ * The reader-facing sentence for any error (or a string, which is kept as it is).
+ * @param {unknown} error
+ * @returns {string}
+ */
+export function explain(error) {
+  if (error === null || error === undefined || error === "") return "Something went wrong.";
+  if (typeof error === "string") return error;
+  const message = messageOf(error);
+  switch (classify(error)) {
+    case "wasm": return "A WebAssembly file is damaged: it does not compile. Retry, or reload the page.";
+    case "import": {
+      const url = IMPORT_FAILED.exec(message)[1];
+      return `A script${url ? ` (${fileName(url)})` : ""} could not be downloaded. Check your connection and retry.`;
+    }
+    case "network": return "A file could not be downloaded: the connection failed. Check your connection and retry.";
+    case "json": return `A data file is damaged: ${DAMAGE.json}.`;
+    case "http": {
+      const [, status, url] = RAW_HTTP.exec(message);
+      return `A file (${fileName(url)}) could not be downloaded (HTTP ${status}).`;
+    }
+    default: return message || "Something went wrong.";
+  }
+}
+
+/**
+ * Whether trying again may help: the error says so (`retryable`), or it is a download,
+ * network or damaged-file error. Input problems and errors in Python code say no.
+ * @param {unknown} error
+ * @returns {boolean}
+ */
+export function isRetryable(error) {
+  if (!error || typeof error !== "object") return false;
+  if (typeof error.retryable === "boolean") return error.retryable;
+  return classify(error) !== null;
+}
