@@ -81,6 +81,20 @@ export class TxElement extends HTMLElement {
   }
 
   /**
+   * The widget's `request()` (its inputs read and checked), or null once the error it threw
+   * (an `InputError` naming the input) is shown in the widget.
+   * @returns {object|null}
+   */
+  checkedRequest() {
+    try {
+      return this.request();
+    } catch (err) {
+      this.showError(err);
+      return null;
+    }
+  }
+
+  /**
    * Show an error in the widget, in words (see `explain`). The reader can fix the input and
    * try again; when `retry` is given and the error is one that trying again may fix
    * (`isRetryable`), a Retry button runs it.

@@ -157,13 +157,8 @@ class TxDecoding extends TxElement {
 
   async update() {
     const generation = ++this.generation;
-    let request;
-    try {
-      request = this.request();
-    } catch (err) {
-      this.showError(err);
-      return;
-    }
+    const request = this.checkedRequest();
+    if (!request) return;
     this.showControls(request);
     try {
       const result = await callDemo("decoding", "decode", request);

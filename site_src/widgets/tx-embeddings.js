@@ -112,13 +112,8 @@ class TxEmbeddings extends TxElement {
 
   async update() {
     const generation = ++this.generation;
-    let request;
-    try {
-      request = this.request();
-    } catch (err) {
-      this.showError(err);
-      return;
-    }
+    const request = this.checkedRequest();
+    if (!request) return;
     if (request.words.length === 0) {
       this.showError("Tick at least one word to compare.");
       return;

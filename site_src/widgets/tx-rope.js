@@ -109,13 +109,8 @@ class TxRope extends TxElement {
 
   async update() {
     const generation = ++this.generation;
-    let request;
-    try {
-      request = this.request();
-    } catch (err) {
-      this.showError(err);
-      return;
-    }
+    const request = this.checkedRequest();
+    if (!request) return;
     for (const name of ["pair", "m", "n"]) this.$(`[name="${name}"] + output`).textContent = String(request[name]);
     try {
       const view = await callDemo("rope", "rope_view", request);

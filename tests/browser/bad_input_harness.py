@@ -20,6 +20,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 CATALOG = SITE / "assets" / "tx" / "embed" / "v1" / "catalog.js"
@@ -375,3 +377,18 @@ class WidgetPage:
     def close(self):
         if self.watched is not None:
             self.watched.page.context.close()
+
+
+@pytest.fixture(scope="module")
+def widget_page(browser, site_url):
+    """One embed page for a test module: each test puts its widget in it (Python and the model start once)."""
+    shared = WidgetPage(browser, site_url)
+    yield shared
+    shared.close()
+
+
+def widget_entry(tag: str) -> dict:
+    """The catalogue entry of `tag`; fails the test when the site under test is not built."""
+    if tag not in WIDGETS:
+        pytest.fail("site/ is not built (no assets/tx/embed/v1/catalog.js): run `make site`")
+    return WIDGETS[tag]

@@ -31,7 +31,7 @@ import time
 
 import pytest
 
-from bad_input_harness import INSTRUMENT, LONE_SURROGATE, TAGS, WIDGETS, WidgetPage
+from bad_input_harness import INSTRUMENT, LONE_SURROGATE, TAGS, widget_entry, widget_page  # noqa: F401 (widget_page: a fixture)
 from reader import BAD_VALUE, bad_values
 
 pytestmark = pytest.mark.browser
@@ -190,19 +190,9 @@ def sweep_attribute(sweep: Sweep, tag: str, attr: dict) -> int:
     return len(values)
 
 
-@pytest.fixture(scope="module")
-def widget_page(browser, site_url):
-    """One embed page for the module: each test puts its widget in it (Python and the model start once)."""
-    shared = WidgetPage(browser, site_url)
-    yield shared
-    shared.close()
-
-
 @pytest.mark.parametrize("tag", TAGS)
 def test_widget_survives_bad_input(widget_page, tag):
-    if tag not in WIDGETS:
-        pytest.fail("site/ is not built (no assets/tx/embed/v1/catalog.js): run `make site`")
-    entry = WIDGETS[tag]
+    entry = widget_entry(tag)
     t0 = time.time()
     sel = widget_page.show(tag)
     watched = widget_page.watched

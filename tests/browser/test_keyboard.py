@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from bad_input_harness import TAGS, WIDGETS, WidgetPage
+from bad_input_harness import TAGS, widget_entry, widget_page  # noqa: F401 (widget_page: a fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -55,17 +55,9 @@ def changed(before: dict, after: dict, kind: str) -> bool:
     return True  # a button: what it does shows in the widget
 
 
-@pytest.fixture(scope="module")
-def widget_page(browser, site_url):
-    shared = WidgetPage(browser, site_url)
-    yield shared
-    shared.close()
-
-
 @pytest.mark.parametrize("tag", TAGS)
 def test_widget_works_with_the_keyboard(widget_page, tag):
-    if tag not in WIDGETS:
-        pytest.fail("site/ is not built (no assets/tx/embed/v1/catalog.js): run `make site`")
+    widget_entry(tag)
     sel = widget_page.show(tag)
     watched = widget_page.watched
     p = watched.page
