@@ -268,12 +268,23 @@ async function fetchJson(url, what) {
   }
 }
 
+const INDEX_WHAT = "The site's list of models (models/index.json)";
+let modelIndex = null; // Promise of models/index.json, fetched once per page (a failure is forgotten)
+
+/** models/index.json: read once per page, not at every widget update (a failed read is retried next time). */
+function readModelIndex() {
+  modelIndex ??= fetchJson(new URL("index.json", modelsURL), INDEX_WHAT).catch((err) => {
+    modelIndex = null;
+    throw err;
+  });
+  return modelIndex;
+}
+
 /** The site's default model name (from models/index.json). */
 export async function defaultModelName() {
-  const what = "The site's list of models (models/index.json)";
-  const index = await fetchJson(new URL("index.json", modelsURL), what);
+  const index = await readModelIndex();
   if (typeof index?.default !== "string") {
-    throw new ModelError({ message: dataFileMessage(what, { kind: "fields", field: "default model" }), kind: "fields", retryable: true });
+    throw new ModelError({ message: dataFileMessage(INDEX_WHAT, { kind: "fields", field: "default model" }), kind: "fields", retryable: true });
   }
   return index.default;
 }
@@ -283,11 +294,10 @@ export async function defaultModelName() {
  * (before any request is made with it: a name from an attribute may be anything).
  */
 async function knownModelName(name) {
-  const index = await fetchJson(new URL("index.json", modelsURL), "The site's list of models (models/index.json)");
-  const names = Object.keys(index?.models ?? {});
-  if (Object.hasOwn(index?.models ?? {}, name)) return name;
+  const models = (await readModelIndex())?.models ?? {};
+  if (Object.hasOwn(models, name)) return name;
   const shown = String(name).length > 40 ? `${String(name).slice(0, 40)}…` : String(name);
-  throw new ModelError({ message: `This site has no model “${shown}”; the model must be one of ${names.map((n) => `“${n}”`).join(", ")}.`, kind: "missing" });
+  throw new ModelError({ message: `This site has no model “${shown}”; the model must be one of ${Object.keys(models).map((n) => `“${n}”`).join(", ")}.`, kind: "missing" });
 }
 
 /** Where "auto" runs, and the sentence that says why when it is not WebGPU. */

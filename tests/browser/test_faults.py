@@ -188,18 +188,25 @@ def test_python_file_missing_then_damaged_then_back(page, file, tag, damage):
     is_correct(p)
 
 
+def expect_stall_notice(p, tag: str, pattern: str, shot: str):
+    """While a download stalls: `tag`'s status line matches `pattern` (a regular expression), the
+    widget is still loading, Retry is hidden and nothing overflows; a screenshot is taken."""
+    p.wait_for_function("""([tag, pattern]) => new RegExp(pattern)
+                               .test(document.querySelector(tag).shadowRoot.querySelector('.status-text').textContent)""",
+                        arg=[tag, pattern], timeout=MESSAGE_WITHIN_MS)
+    widget = p.locator(tag)
+    assert widget.get_attribute("data-state") == "loading" and retry_button(widget).is_hidden()
+    check_fits(widget)
+    screenshot(widget, shot)
+    return widget
+
+
 def test_python_stall_says_so_then_fails_with_retry(page):
     """A runtime file that never arrives: "No data for … still waiting" while waiting, then a
     message with Retry once the stall limit passes; Retry after the server is back works."""
     fault = FileFault(page.page, PYODIDE + "pyodide.asm.wasm", "stall")
     p = open_phone(page, "sampling/", limits=QUICK)
-    widget = p.locator("tx-sampling")
-    p.wait_for_function("() => /No data for \\d+ s — still waiting for pyodide.asm.wasm…/"
-                        ".test(document.querySelector('tx-sampling').shadowRoot.querySelector('.status-text').textContent)",
-                        timeout=MESSAGE_WITHIN_MS)
-    assert widget.get_attribute("data-state") == "loading" and retry_button(widget).is_hidden()
-    check_fits(widget)
-    screenshot(widget, "python-stalled-waiting")
+    expect_stall_notice(p, "tx-sampling", r"No data for \d+ s — still waiting for pyodide\.asm\.wasm…", "python-stalled-waiting")
     expect_message(p, "tx-sampling", ["Python could not start: a runtime file (pyodide.asm.wasm) stopped arriving: no data for 4 s."],
                    "python-stalled-failed")
     fault.clear()
@@ -343,13 +350,8 @@ def test_model_stall_says_so_and_retry_hides_while_it_runs(page):
     p = open_phone(page, "", limits=QUICK)
     expect_message(p, "tx-next-token", ["HTTP 404"], "model-piece-404-before-stall")
     fault.kind = "stall"
-    widget = click_retry(p, "tx-next-token")
-    p.wait_for_function("() => /No data for \\d+ s — still waiting…/"
-                        ".test(document.querySelector('tx-next-token').shadowRoot.querySelector('.status-text').textContent)",
-                        timeout=MESSAGE_WITHIN_MS)
-    assert widget.get_attribute("data-state") == "loading" and retry_button(widget).is_hidden()
-    check_fits(widget)
-    screenshot(widget, "model-stalled-waiting")
+    click_retry(p, "tx-next-token")
+    expect_stall_notice(p, "tx-next-token", r"No data for \d+ s — still waiting…", "model-stalled-waiting")
     expect_message(p, "tx-next-token", ["stopped sending", "nothing arrived for 4 s"], "model-stalled-failed")
     fault.clear()
     next_token_is_correct(retry_until_ready(p, "tx-next-token"))
