@@ -32,7 +32,7 @@ const STYLE = `
   th, td { padding: 0.1em 0.6em; border-bottom: 1px solid var(--tx-border); text-align: right; }
   tr.current td { font-weight: 700; }
   .result { margin-top: 0.5em; }
-  .traffic-row { display: grid; grid-template-columns: minmax(5em, 9em) minmax(3em, 1fr) minmax(0, 14em); gap: 0.5em; align-items: center; margin: 2px 0; }
+  .traffic-row { display: grid; grid-template-columns: minmax(5em, 9em) minmax(3em, 1fr) auto; gap: 0.5em; align-items: center; margin: 2px 0; }
   .traffic-row .value { text-align: right; font-variant-numeric: tabular-nums; }
 `;
 

@@ -18,7 +18,7 @@ import { parseInteger, parseSelect } from "./inputs.js";
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
   .shape { color: var(--tx-muted); margin-bottom: 0.6em; }
-  .mem-row { display: grid; grid-template-columns: 4em minmax(3em, 1fr) minmax(0, 12em); gap: 0.5em; align-items: center; margin: 2px 0; }
+  .mem-row { display: grid; grid-template-columns: 4em minmax(3em, 1fr) auto; gap: 0.5em; align-items: center; margin: 2px 0; }
   /* The model names are long: their select takes a whole row (on a phone, under its label). */
   .controls label:has(select[name=preset]) { grid-column: 1 / -1; }
   @media (max-width: 600px) { .controls label:has(select[name=preset]) { grid-template-columns: minmax(0, 1fr); } }
