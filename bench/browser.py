@@ -1,35 +1,45 @@
 """Benchmark the site's GPT-2 runtime in headless Chromium against onnxruntime in Python.
 
-For every variant (e.g. q4x, q4, q8, fp32) and WASM thread count it measures, in the browser,
-through the same JS API the widgets use (``site_src/runtime/model.js``):
+For every variant (e.g. q4x, q8, q4, fp32), set of session options (``--tuning``, the fields of
+``site_src/runtime/tuning.js``; ``site`` = the site's own) and WASM thread count it measures,
+in the browser, through the same JS API the widgets use (``site_src/runtime/model.js``), in a
+fresh browser profile each time:
 
 * download bytes;
-* cold load: download + sha256 + Cache Storage (+ expanding q4x's 4-bit weights) + session,
-  in a fresh browser profile;
-* warm load: the same after a reload (files from Cache Storage, no model request);
-* peak memory of the browser's processes during the cold load and the measurements (the sum
-  of their private resident memory from /proc/PID/statm, sampled every 100 ms; Linux only);
+* cold load: download + sha256 + Cache Storage (+ expanding q4x's 4-bit weights) + session;
+* the first generation straight after the cold load (64 greedy tokens after a 32-token
+  prompt): time to its first token, counted from the load call, and its tokens per second
+  (the browser still compiling the WASM's hot code);
 * prefill: one forward pass over 8, 128 and 512 tokens (median of ``--runs``);
-* decode: tokens per second over 64 greedy new tokens after a 32-token prompt, for the
-  first generation after loading (V8 still tiering up the WASM) and a later one;
+* decode: two later generations (warm);
+* decode after 512 and 1,000 cached positions (``--no-long`` skips it);
+* warm load: the load after a reload (files from Cache Storage, no model request);
+* peak memory of the browser's processes (the sum of their private resident memory from
+  /proc/PID/statm, sampled every 100 ms; Linux only), for the cold page and, apart, for
+  the long contexts;
 * a correctness check: the largest difference between the browser's and onnxruntime's
   logits after 8 tokens;
 
 and the same prefill and decode with onnxruntime in Python (CPU) on the same graph file (for
-q4x: the graph its pieces expand to) and thread count, plus native fp32 decoding on that
-thread count. A ``summary`` table puts the variants side by side per thread count. The JSON
-lands in ``bench/results/`` (git-ignored) and is printed.
+q4x: the graph its pieces expand to) and thread count, plus native fp32 decoding. Every pair
+of variant and tuning is measured once per round (``--repeat``, default 3), in an order
+rotated each round; the ``summary`` gives, per variant, tuning and thread count, medians
+with their spread (min, max) over the rounds. The JSON, with the commit, versions and machine
+load, replaces ``bench/results/browser.json`` (or ``--out``); the docs' tables are written
+from it (site_src/bench_hook.py).
 
 Usage::
 
     .venv/bin/python bench/browser.py --model build/models/small-random [--site site]
-        [--variants q8,q4,fp32] [--threads 1,2] [--fp32-graph PATH] [--runs 3] [--out FILE]
+        [--variants q4x,fp32] [--threads 1,2] [--tuning 'site={}' --tuning 'no-prepack={"prepacking": false}']
+        [--pairs q4x:site,q4x:no-prepack,fp32:site:2] [--repeat 3] [--runs 3] [--out FILE]
 
 The site (``--site``, default ``site/``) provides the runtime files; the model directory
 is served beside it, so any model built by ``model-export`` works without rebuilding the
 site. ``--fp32-graph`` adds an fp32 variant from a single-file graph (default: the
 build's ``.build/reference.onnx`` when the manifest has no fp32 variant), split into
-external-data pieces of at most 40 MB like the exporter's own variants.
+external-data pieces of at most 40 MB like the exporter's own variants; ``--graph-variant``
+adds any other single-file graph the same way (``NAME=GRAPH``, or ``NAME=GRAPH:whole``).
 """
 
 from __future__ import annotations
@@ -51,7 +61,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "site_src"))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
+from common import BROWSER_ARGS, git_commit, machine, spread  # noqa: E402
 from chromium import find_chromium  # noqa: E402
 from model_export.compact import onnx_graph  # noqa: E402
 from model_export.package import file_entry, file_role, variant_files  # noqa: E402
@@ -60,24 +72,38 @@ from serve import serve_in_thread  # noqa: E402
 PREFILL_LENGTHS = (8, 128, 512)
 PROMPT_TOKENS = 32
 NEW_TOKENS = 64
+# Decode after long cached contexts: (cached positions, new tokens); the context of GPT-2 is 1,024.
+LONG_CONTEXTS = ((512, 32), (1000, 24))
 PIECE_BYTES = 40_000_000
-BROWSER_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
 TEXT = ("The Transformer reads a sequence of tokens, lets every position attend to the ones before it, "
         "and predicts the next token from the last position. ")
 
-# Runs in the page: load (cold or warm), then prefill and decode timings.
-PAGE_JS = """async ([model, variant, threads, lengths, runs, promptTokens, newTokens, measure]) => {
+# A tuning's keys are session options (site_src/runtime/tuning.js) except the bench's own
+# `readingPauseMs`: the time between "ready" and the first generation.
+SESSION_TUNING_JS = "(({ readingPauseMs, ...rest }) => rest)(tuning)"
+
+# Runs in the page. Cold: load, the first generation straight away (time to the first token
+# counts from the load call), the logits check, prefill timings, two later generations, and
+# decode after long cached contexts. Warm (after a reload): the load only.
+PAGE_JS = """async ([model, variant, threads, tuning, lengths, runs, promptTokens, newTokens, longContexts, measure]) => {
   const { loadModel } = await import('./assets/tx/runtime/model.js');
   const t0 = performance.now();
-  const m = await loadModel({ model, backend: 'wasm', variant, threads });
+  const m = await loadModel({ model, backend: 'wasm', variant, threads, tuning: sessionTuning(tuning) });
   const out = { loadMs: performance.now() - t0, info: { ...m.info } };
   if (!measure) return out;
+  // A reader who reads for a while before pressing Generate (a bench setting, not a session option).
+  await new Promise((resolve) => setTimeout(resolve, tuning.readingPauseMs || 0));
   const base = m.tokenizer.encode(__TEXT__);
   const idsOf = (n) => Array.from({ length: n }, (_, i) => base[i % base.length]);
+  const generation = async (prompt, count) => {
+    const run = m.generate(idsOf(prompt), { maxNewTokens: count, temperature: 0, stopAtEos: false });
+    let firstAt = null;
+    for await (const token of run) firstAt ??= performance.now();
+    const res = await run.result;
+    return { tokensPerSecond: res.tokensPerSecond, prefillMs: res.prefillMs, newTokens: res.newTokens, firstAt };
+  };
+  const first = await generation(promptTokens, newTokens);
+  out.firstTokenMs = first.firstAt - t0 - (tuning.readingPauseMs || 0);
   out.check = Array.from((await m.forward(idsOf(8))).logits); // compared with native below
   out.prefillMs = {};
   for (const n of lengths) {
@@ -91,15 +117,25 @@ PAGE_JS = """async ([model, variant, threads, lengths, runs, promptTokens, newTo
     times.sort((a, b) => a - b);
     out.prefillMs[n] = times[Math.floor(times.length / 2)];
   }
-  out.decode = [];
-  for (let r = 0; r < 2; r++) {
-    const run = m.generate(idsOf(promptTokens), { maxNewTokens: newTokens, temperature: 0, stopAtEos: false });
+  out.decode = [first];
+  for (let r = 0; r < 2; r++) out.decode.push(await generation(promptTokens, newTokens));
+  return out;
+}""".replace("__TEXT__", json.dumps(TEXT)).replace("sessionTuning(tuning)", SESSION_TUNING_JS)
+
+# Runs in the same page afterwards (the model is still loaded): decode after long cached contexts.
+LONG_JS = """async ([model, variant, threads, tuning, longContexts]) => {
+  const { loadModel } = await import('./assets/tx/runtime/model.js');
+  const m = await loadModel({ model, backend: 'wasm', variant, threads, tuning: sessionTuning(tuning) });
+  const base = m.tokenizer.encode(__TEXT__);
+  const idsOf = (n) => Array.from({ length: n }, (_, i) => base[i % base.length]);
+  const out = {};
+  for (const [past, count] of longContexts) {
+    const run = m.generate(idsOf(past), { maxNewTokens: count, temperature: 0, stopAtEos: false });
     for await (const token of run) { /* drain */ }
-    const res = await run.result;
-    out.decode.push({ tokensPerSecond: res.tokensPerSecond, prefillMs: res.prefillMs, newTokens: res.newTokens });
+    out[past] = (await run.result).tokensPerSecond;
   }
   return out;
-}""".replace("__TEXT__", json.dumps(TEXT))
+}""".replace("__TEXT__", json.dumps(TEXT)).replace("sessionTuning(tuning)", SESSION_TUNING_JS)
 
 
 class MemorySampler:
@@ -202,18 +238,23 @@ def split_graph(graph: Path, out: Path, limit: int = PIECE_BYTES) -> list[str]:
     return names
 
 
-def fp32_variant(graph: Path, model_dir: Path, work: Path) -> dict:
-    """An "fp32" manifest entry for `graph`, split into pieces under work/fp32 (reused when unchanged)."""
-    target = work / "fp32"
+def graph_variant(name: str, graph: Path, work: Path, dtype: str = "float32", split: bool = True) -> dict:
+    """A manifest entry `name` for the single-file `graph`, split into pieces under
+    work/<name> (reused when unchanged), or served whole."""
+    target = work / name
     stamp = target / ".source"
-    key = f"{graph.resolve()} {graph.stat().st_size} {graph.stat().st_mtime_ns}"
+    key = f"{graph.resolve()} {graph.stat().st_size} {graph.stat().st_mtime_ns} {split}"
     if not stamp.exists() or stamp.read_text() != key:
         shutil.rmtree(target, ignore_errors=True)
-        print(f"splitting {graph} into pieces of at most {PIECE_BYTES / 1e6:.0f} MB ...", flush=True)
-        split_graph(graph, target)
+        if split:
+            print(f"splitting {graph} into pieces of at most {PIECE_BYTES / 1e6:.0f} MB ...", flush=True)
+            split_graph(graph, target)
+        else:
+            target.mkdir(parents=True)
+            shutil.copy2(graph, target / "model.onnx")
         stamp.write_text(key)
     files = [file_entry(path, work, file_role(path)) for path in variant_files(target)]
-    return {"name": "fp32", "dtype": "float32", "backends": ["wasm", "webgpu"], "files": files,
+    return {"name": name, "dtype": dtype, "backends": ["wasm"], "files": files,
             "bytes": sum(f["bytes"] for f in files)}
 
 
@@ -241,7 +282,7 @@ def serve_dir(site: Path, model_dir: Path, manifest: dict, work: Path, local: se
     return root
 
 
-def measure_browser(url: str, name: str, variant: str, threads: int, runs: int) -> dict:
+def measure_browser(url: str, name: str, variant: str, threads: int, tuning: dict, runs: int, long_contexts) -> dict:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
@@ -253,9 +294,11 @@ def measure_browser(url: str, name: str, variant: str, threads: int, runs: int) 
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.goto(url)
             page.wait_for_load_state()
-            args = [name, variant, threads, list(PREFILL_LENGTHS), runs, PROMPT_TOKENS, NEW_TOKENS]
+            args = [name, variant, threads, tuning, list(PREFILL_LENGTHS), runs, PROMPT_TOKENS, NEW_TOKENS, []]
             with MemorySampler() as memory:
                 cold = page.evaluate(PAGE_JS, [*args, True])
+            with MemorySampler() as long_memory:
+                cold["longDecode"] = page.evaluate(LONG_JS, [name, variant, threads, tuning, [list(c) for c in long_contexts]])
             model_requests = []
             page.on("request", lambda r: model_requests.append(r.url) if f"/models/{name}/" in r.url and not r.url.endswith("manifest.json") else None)
             page.reload()
@@ -275,16 +318,22 @@ def measure_browser(url: str, name: str, variant: str, threads: int, runs: int) 
         "warm_load_ms": {"total": warm["loadMs"], "from_cache": warm["info"]["timings"]["downloadMs"],
                          "expand": warm["info"]["timings"].get("expandMs", 0), "session": warm["info"]["timings"]["sessionMs"]},
         "peak_browser_private_bytes": memory.result(),
+        "peak_browser_private_bytes_long_contexts": long_memory.result(),
         "warm_load_model_requests": len(model_requests),
         "warm_load_bytes_from_network": warm["info"]["bytes"]["fromNetwork"],
+        "tuning": info["tuning"],
+        "first_token_after_cold_load_ms": cold["firstTokenMs"],
         "prefill_ms": {str(k): v for k, v in cold["prefillMs"].items()},
-        "decode_tok_s": {"first_generation": cold["decode"][0]["tokensPerSecond"], "warm": cold["decode"][1]["tokensPerSecond"]},
+        "decode_tok_s": {"first_generation": cold["decode"][0]["tokensPerSecond"],
+                         "warm": statistics.median(d["tokensPerSecond"] for d in cold["decode"][1:]),
+                         "warm_runs": [d["tokensPerSecond"] for d in cold["decode"][1:]]},
+        "decode_after_cached_tok_s": cold["longDecode"],
         "page_errors": errors,
         "_check_logits": cold["check"],
     }
 
 
-def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads: int, runs: int) -> dict:
+def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads: int, runs: int, long_contexts=()) -> dict:
     """The same prefill and decode with onnxruntime (CPU provider) in this process."""
     import onnxruntime as ort
 
@@ -314,67 +363,110 @@ def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads:
             times.append((time.perf_counter() - t) * 1000)
         prefill[str(n)] = statistics.median(times)
 
-    def decode():
-        ids = ids_of(PROMPT_TOKENS)
+    def decode(prompt=PROMPT_TOKENS, count=NEW_TOKENS):
+        ids = ids_of(prompt)
         out = session.run(["logits", *present], feeds(ids, 0, None))
         token = int(np.argmax(out[0][0, -1]))
         first = time.perf_counter()
-        for n in range(1, NEW_TOKENS):
+        for n in range(1, count):
             out = session.run(["logits", *present], feeds([token], len(ids) + n - 1, out[1:]))
             token = int(np.argmax(out[0][0, -1]))
-        return (NEW_TOKENS - 1) / (time.perf_counter() - first)
+        return (count - 1) / (time.perf_counter() - first)
 
     first = decode()
-    return {"prefill_ms": prefill, "decode_tok_s": {"first_generation": first, "warm": decode()}, "_check_logits": check}
+    warm = [decode(), decode()]
+    return {"prefill_ms": prefill,
+            "decode_tok_s": {"first_generation": first, "warm": statistics.median(warm), "warm_runs": warm},
+            "decode_after_cached_tok_s": {str(past): decode(past, count) for past, count in long_contexts},
+            "_check_logits": check}
 
 
 def summary(results: list[dict], native_fp32: dict[int, list[float]]) -> list[dict]:
-    """One row per variant and thread count, medians over the repetitions: the figures to
-    compare side by side."""
+    """One row per variant, tuning and thread count, medians over the rounds (with their
+    spread): the figures to compare side by side."""
     med = statistics.median
-    groups: dict[tuple[str, int], list[dict]] = {}
+    groups: dict[tuple[str, str, int], list[dict]] = {}
     for r in results:
-        groups.setdefault((r["variant"], r["threads"]), []).append(r)
-    browser_fp32 = {threads: med(r["browser"]["decode_tok_s"]["warm"] for r in runs if "browser" in r)
-                    for (name, threads), runs in groups.items() if name == "fp32" and any("browser" in r for r in runs)}
+        groups.setdefault((r["variant"], r["tuning_name"], r["threads"]), []).append(r)
     rows = []
-    for (name, threads), runs in groups.items():
+    for (name, tuning, threads), runs in groups.items():
         ok = [r for r in runs if "browser" in r]
         if not ok:
-            rows.append({"variant": name, "threads": threads, "error": runs[0].get("browser_error")})
+            rows.append({"variant": name, "tuning": tuning, "threads": threads, "error": runs[0].get("browser_error")})
             continue
-        warm = med(r["browser"]["decode_tok_s"]["warm"] for r in ok)
-        native = med(native_fp32[threads]) if native_fp32.get(threads) else None
-        memory = [r["browser"]["peak_browser_private_bytes"] for r in ok if r["browser"].get("peak_browser_private_bytes")]
-        rows.append({
-            "variant": name, "threads": threads, "runs": len(ok), "download_mb": round(ok[0]["browser"]["bytes"] / 1e6, 1),
-            "cold_load_s": round(med(r["browser"]["cold_load_ms"]["total"] for r in ok) / 1000, 2),
-            "warm_load_s": round(med(r["browser"]["warm_load_ms"]["total"] for r in ok) / 1000, 2),
-            "decode_cold_tok_s": round(med(r["browser"]["decode_tok_s"]["first_generation"] for r in ok), 1),
-            "decode_warm_tok_s": round(warm, 1),
-            "decode_warm_tok_s_runs": [round(r["browser"]["decode_tok_s"]["warm"], 1) for r in ok],
-            "native_same_graph_tok_s": round(med(r["native"]["decode_tok_s"]["warm"] for r in ok), 1),
-            "native_fp32_tok_s": round(native, 1) if native else None,
-            "warm_over_native_fp32": round(warm / native, 2) if native else None,
-            "warm_over_browser_fp32": round(warm / browser_fp32[threads], 2) if threads in browser_fp32 else None,
-            "peak_browser_memory_mb": round(max(memory) / 1e6) if memory else None,
-        })
+        b = [r["browser"] for r in ok]
+        n = [r["native"] for r in ok]
+        warm = spread(x["decode_tok_s"]["warm"] for x in b)
+        native = spread(x["decode_tok_s"]["warm"] for x in n)
+        first = spread(x["decode_tok_s"]["first_generation"] for x in b)
+        fp32 = med(native_fp32[threads]) if native_fp32.get(threads) else None
+        memory = [x["peak_browser_private_bytes"] for x in b if x.get("peak_browser_private_bytes")]
+        row = {
+            "variant": name, "tuning": tuning, "threads": threads, "runs": len(ok),
+            "download_mb": round(b[0]["bytes"] / 1e6, 1),
+            "decode_warm_tok_s": warm["median"], "decode_warm_tok_s_spread": warm,
+            "native_same_graph_tok_s": native["median"], "native_same_graph_tok_s_spread": native,
+            "warm_over_native_same_graph": round(warm["median"] / native["median"], 2),
+            "native_fp32_tok_s": round(fp32, 1) if fp32 else None,
+            "decode_first_generation_tok_s": first["median"], "decode_first_generation_tok_s_spread": first,
+            "first_generation_over_warm": round(first["median"] / warm["median"], 2),
+            "first_token_after_cold_load_s": spread(x["first_token_after_cold_load_ms"] / 1000 for x in b),
+            "cold_load_s": spread(x["cold_load_ms"]["total"] / 1000 for x in b),
+            "warm_load_s": spread(x["warm_load_ms"]["total"] / 1000 for x in b),
+            "peak_browser_memory_mb": spread(m / 1e6 for m in memory),
+            "peak_browser_memory_long_contexts_mb": spread((x.get("peak_browser_private_bytes_long_contexts") or 0) / 1e6 or None for x in b),
+        }
+        for length in PREFILL_LENGTHS[1:]:
+            key = str(length)
+            browser_ms = spread(x["prefill_ms"][key] for x in b)
+            native_ms = spread(x["prefill_ms"][key] for x in n)
+            row[f"prefill_{key}_ms"] = browser_ms
+            row[f"prefill_{key}_native_ms"] = native_ms
+            row[f"prefill_{key}_over_native"] = round(browser_ms["median"] / native_ms["median"], 2)
+        for past in (str(p) for p, _ in LONG_CONTEXTS):
+            if all(past in x.get("decode_after_cached_tok_s", {}) for x in b):
+                row[f"decode_after_{past}_tok_s"] = spread(x["decode_after_cached_tok_s"][past] for x in b)
+                row[f"decode_after_{past}_native_tok_s"] = spread(x["decode_after_cached_tok_s"][past] for x in n)
+        rows.append(row)
     return rows
 
 
+def parse_tuning(specs: list[str]) -> dict[str, dict]:
+    """`NAME=JSON` pairs (e.g. ``no-prepack={"prepacking": false}``); the site's own settings
+    are ``site={}``, measured when no pair is given."""
+    out = {}
+    for spec in specs or ["site={}"]:
+        name, _, text = spec.partition("=")
+        out[name] = json.loads(text or "{}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    global PREFILL_LENGTHS  # read by the measurements and the summary; --prefill-lengths sets it
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, required=True, help="a model-export build directory (with manifest.json)")
     ap.add_argument("--site", type=Path, default=ROOT / "site", help="a built site providing the runtime files")
     ap.add_argument("--variants", default=None, help="comma-separated variant names (default: every variant that runs on WASM)")
     ap.add_argument("--threads", default="1,2", help="comma-separated WASM thread counts")
+    ap.add_argument("--tuning", action="append", metavar="NAME=JSON",
+                    help='a set of session options to measure (site_src/runtime/tuning.js), e.g. no-prepack=\'{"prepacking": false}\'; '
+                         "repeat for several; default: site={} (the site's own)")
+    ap.add_argument("--pairs", default=None, metavar="VARIANT:TUNING[:THREADS],...",
+                    help="measure only these pairs of variant and tuning, optionally on one thread count only "
+                         "(default: every variant with every tuning on every thread count)")
+    ap.add_argument("--prefill-lengths", default="8,128,512", help="comma-separated prompt lengths whose prefill is timed")
     ap.add_argument("--fp32-graph", type=Path, default=None, help="single-file fp32 graph to add as variant fp32")
+    ap.add_argument("--graph-variant", action="append", metavar="NAME=GRAPH",
+                    help="also measure a single-file graph as variant NAME (split into 40 MB external-data pieces; GRAPH:whole serves it as one file)")
+    ap.add_argument("--no-fp32", action="store_true", help="do not add the fp32 reference graph as a variant")
     ap.add_argument("--runs", type=int, default=3, help="repetitions per prefill length (median)")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="measure every variant this many times, in a rotated order each round (the summary takes medians)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="rounds: every variant and tuning is measured once per round, in a rotated order (the summary takes medians)")
+    ap.add_argument("--no-long", action="store_true", help="skip decoding after 512 and 1,000 cached positions")
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one)")
-    ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/browser-<model>-<time>.json)")
+    ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/browser.json, replaced)")
     args = ap.parse_args(argv)
+    PREFILL_LENGTHS = tuple(int(n) for n in args.prefill_lengths.split(","))
 
     manifest = json.loads((args.model / "manifest.json").read_text())
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-browser-"))
@@ -386,9 +478,32 @@ def main(argv: list[str] | None = None) -> int:
     local = set()
     if fp32_graph is not None:
         local.add("fp32")
-        manifest["variants"] = [v for v in manifest["variants"] if v["name"] != "fp32"] + [fp32_variant(fp32_graph, args.model, work)]
+        manifest["variants"] = [v for v in manifest["variants"] if v["name"] != "fp32"] + [graph_variant("fp32", fp32_graph, work)]
+    for spec in args.graph_variant or []:
+        name, _, path = spec.partition("=")
+        path, whole = (path[: -len(":whole")], True) if path.endswith(":whole") else (path, False)
+        local.add(name)
+        manifest["variants"] = [v for v in manifest["variants"] if v["name"] != name] + [graph_variant(name, Path(path), work, "int4", not whole)]
     wanted = args.variants.split(",") if args.variants else [v["name"] for v in manifest["variants"] if "wasm" in v["backends"]]
+    if args.no_fp32:
+        wanted = [w for w in wanted if w != "fp32"]
     threads_list = [int(t) for t in args.threads.split(",")]
+    tunings = parse_tuning(args.tuning)
+    long_contexts = () if args.no_long else tuple(c for c in LONG_CONTEXTS if c[0] + c[1] <= manifest["config"]["n_positions"])
+    # Every (variant, tuning) pair is measured once per round; rounds rotate the order.
+    pairs = [(v, t) for v in wanted for t in tunings]
+    only_threads: dict[tuple[str, str], int] = {}  # a pair given as VARIANT:TUNING:THREADS runs on that many only
+    if args.pairs:
+        chosen = []
+        for spec in args.pairs.split(","):
+            variant_name, tuning_name, *threads = spec.split(":")
+            chosen.append((variant_name, tuning_name))
+            if threads:
+                only_threads[chosen[-1]] = int(threads[0])
+        unknown = [p for p in chosen if p not in pairs]
+        if unknown:
+            ap.error(f"--pairs names unknown variant:tuning pairs {unknown}")
+        pairs = chosen
 
     root = serve_dir(args.site, args.model, manifest, work, local)
     server, url = serve_in_thread(root)
@@ -400,36 +515,41 @@ def main(argv: list[str] | None = None) -> int:
     native_fp32: dict[int, list[float]] = {}  # threads -> native fp32 warm decode tok/s, one per round
     try:
         for round_ in range(args.repeat):
-            for name in wanted[round_ % len(wanted):] + wanted[: round_ % len(wanted)]:
+            for name, tuning_name in pairs[round_ % len(pairs):] + pairs[: round_ % len(pairs)]:
                 variant = next(v for v in manifest["variants"] if v["name"] == name)
                 graph_rel = next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
                 graph = (root / "models" / manifest["name"] / graph_rel).resolve()
                 graph = onnx_graph(graph.parent, work / f"{name}-expanded.onnx")  # q4x: what its pieces expand to
                 for threads in threads_list:
-                    print(f"{name}, {threads} thread(s): browser ...", flush=True)
+                    if only_threads.get((name, tuning_name), threads) != threads:
+                        continue
+                    label = f"round {round_ + 1}: {name} / {tuning_name}, {threads} thread(s)"
+                    print(f"{label}: browser ...", flush=True)
+                    row = {"round": round_ + 1, "variant": name, "dtype": variant.get("dtype"), "tuning_name": tuning_name,
+                           "threads": threads, "load_average_at_start": os.getloadavg()}
                     try:
-                        browser = measure_browser(url + "index.html", manifest["name"], name, threads, args.runs)
+                        browser = measure_browser(url + "index.html", manifest["name"], name, threads, tunings[tuning_name],
+                                                  args.runs, long_contexts)
                     except Exception as err:  # e.g. a variant onnxruntime-web cannot run on WASM: record it, go on
                         message = str(err).split("\n")[0][:400]
                         print(f"    failed: {message}", flush=True)
-                        results.append({"variant": name, "dtype": variant.get("dtype"), "threads": threads, "browser_error": message})
+                        results.append({**row, "browser_error": message})
                         continue
-                    print(f"{name}, {threads} thread(s): native ...", flush=True)
-                    native = measure_native(graph, manifest["config"], tokenizer_ids, threads, args.runs)
+                    print(f"{label}: native ...", flush=True)
+                    native = measure_native(graph, manifest["config"], tokenizer_ids, threads, args.runs, long_contexts)
                     browser_logits = np.array(browser.pop("_check_logits"), np.float32)
                     native_logits = native.pop("_check_logits")
                     browser["logits_max_abs_diff_vs_native"] = float(np.abs(browser_logits - native_logits).max())
-                    ratio = {
-                        "decode_warm": browser["decode_tok_s"]["warm"] / native["decode_tok_s"]["warm"],
-                        "prefill": {n: native["prefill_ms"][n] / browser["prefill_ms"][n] for n in browser["prefill_ms"]},
-                    }
-                    results.append({"variant": name, "dtype": variant.get("dtype"), "threads": threads, "browser": browser,
-                                    "native": native, "browser_over_native": ratio})
+                    results.append({**row, "browser": browser, "native": native})
                     if fp32_graph is not None and len(native_fp32.get(threads, [])) <= round_:
                         print(f"native fp32, {threads} thread(s) ...", flush=True)
                         tok_s = measure_native(fp32_graph, manifest["config"], tokenizer_ids, threads, 1)["decode_tok_s"]["warm"]
                         native_fp32.setdefault(threads, []).append(tok_s)
-                    print(json.dumps(results[-1], indent=1), flush=True)
+                    b = browser
+                    print(f"    warm {b['decode_tok_s']['warm']:.1f} tok/s (native {native['decode_tok_s']['warm']:.1f}), "
+                          f"first generation {b['decode_tok_s']['first_generation']:.1f}, first token {b['first_token_after_cold_load_ms']:.0f} ms, "
+                          f"prefill 128 {b['prefill_ms']['128']:.0f} ms (native {native['prefill_ms']['128']:.0f}), "
+                          f"peak {(b['peak_browser_private_bytes'] or 0) / 1e6:.0f} MB, long {b['decode_after_cached_tok_s']}", flush=True)
     finally:
         server.shutdown()
 
@@ -437,26 +557,40 @@ def main(argv: list[str] | None = None) -> int:
 
     report = {
         "benchmark": "bench/browser.py",
+        "argv": sys.argv[1:] if argv is None else argv,
+        "commit": git_commit(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "model": {"name": manifest["name"], "source": manifest.get("source"), "config": manifest["config"]},
         "setup": {
             "prompt_tokens": PROMPT_TOKENS, "new_tokens": NEW_TOKENS, "prefill_lengths": list(PREFILL_LENGTHS),
             "prefill_runs": args.runs, "repeat": args.repeat, "backend": "wasm", "decoding": "greedy",
-            "ratio_definition": "browser / native tokens per second (decode); native / browser time (prefill)",
+            "long_contexts": [list(c) for c in long_contexts], "tunings": tunings,
+            "definitions": {
+                "decode_warm_tok_s": "median over rounds of the median of two later generations (after the first) in a cold page",
+                "decode_first_generation_tok_s": "the first generation right after a cold load",
+                "first_token_after_cold_load_s": "fresh browser profile: from the loadModel call (download from the local server, "
+                                                 "hashing, caching, session) to the first generated token of a 32-token prompt "
+                                                 "(without a tuning's readingPauseMs, the wait before pressing Generate)",
+                "peak_browser_memory_mb": "sum of the browser processes' private resident memory, peak over the cold page "
+                                          "(load, generations, prefill up to 512 tokens)",
+                "peak_browser_memory_long_contexts_mb": "the same while decoding after 512 and 1,000 cached positions",
+                "native": "onnxruntime in Python (CPU provider), the same graph file and thread count",
+                "spread": "median, min and max over the rounds",
+            },
         },
-        "machine": {"platform": platform.platform(), "cores": os.cpu_count(), "load_average_before": load_before,
-                    "load_average_after": os.getloadavg()},
-        "versions": {"onnxruntime_python": onnxruntime.__version__,
-                     "onnxruntime_web": json.loads((ROOT / "node_modules" / "onnxruntime-web" / "package.json").read_text())["version"]},
+        "machine": machine(load_before),
+        "versions": {"onnxruntime_python": onnxruntime.__version__, "python": platform.python_version(),
+                     "onnxruntime_web": json.loads((ROOT / "node_modules" / "onnxruntime-web" / "package.json").read_text())["version"],
+                     "chromium": next((r["browser"]["user_agent"] for r in results if "browser" in r), None)},
         "results": results,
         "native_fp32_decode_warm_tok_s": {str(t): v for t, v in native_fp32.items()},
         "summary": summary(results, native_fp32),
     }
-    out = args.out or ROOT / "bench" / "results" / f"browser-{manifest['name']}-{datetime.now():%Y%m%d-%H%M%S}.json"
+    out = args.out or ROOT / "bench" / "results" / "browser.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     for row in report["summary"]:
-        print(json.dumps(row))
+        print(json.dumps({k: v for k, v in row.items() if not isinstance(v, dict)}))
     print(f"wrote {out}")
     return 0
 

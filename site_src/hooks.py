@@ -11,15 +11,13 @@ After MkDocs has written the pages, this copies
   ``widgets/index.js`` importing every ``tx-*.js`` widget file;
 * ``build/models/<extra.tx_model>/`` to ``site/models/<name>/`` and writes
   ``site/models/index.json`` naming the default model;
-* npm's ``coi-serviceworker`` to ``site/coi-serviceworker.js`` (at the root, so its
-  scope covers every page): on hosts that cannot send COOP/COEP headers (GitHub
-  Pages) it makes the pages cross-origin isolated, which WASM threads need. It does
-  nothing where the server sends the headers itself (``make serve``, the tests);
 * onnxruntime-web's plain WASM build (``ort.wasm.min.mjs`` and its ``.mjs``/``.wasm``)
   next to the WebGPU bundle when ``build/vendor/ort`` lacks it: the model worker's WASM
   backend runs several times faster with it.
 
-It also serves a tiny inline favicon so browsers never request a missing one.
+It also serves a tiny inline favicon so browsers never request a missing one. The
+service worker (cross-origin isolation on GitHub Pages, the offline copy) is written by
+``offline_hook.py``, after every other hook.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from assets import install_demos_wheel  # noqa: E402
 SITE_SRC = ROOT / "site_src"
 VENDOR = ROOT / "build" / "vendor"
 MODELS = ROOT / "build" / "models"
-COI_SERVICE_WORKER = ROOT / "node_modules" / "coi-serviceworker" / "coi-serviceworker.min.js"
 # onnxruntime-web's plain threaded WASM build: the model worker uses it for the WASM
 # backend (several times faster there than the asyncify build of the WebGPU bundle).
 ORT_DIST = ROOT / "node_modules" / "onnxruntime-web" / "dist"
@@ -80,7 +77,6 @@ def on_post_build(config) -> None:
     for name in BROWSER_DIRS:
         _copy_tree(SITE_SRC / name, site / "assets" / "tx" / name)
     _write_widget_index(site / "assets" / "tx" / "widgets")
-    shutil.copy2(_require(COI_SERVICE_WORKER, "run `npm ci` first"), site / "coi-serviceworker.js")
     for name in ORT_WASM_FILES:
         if not (site / "assets" / "vendor" / "ort" / name).exists():
             shutil.copy2(_require(ORT_DIST / name, "run `npm ci` first"), site / "assets" / "vendor" / "ort" / name)

@@ -10,19 +10,17 @@
   containing the ``from`` text to the first one after it containing the ``to`` text. A marker
   whose function or text is not in the file stops the build, so a page never shows code that
   is not there.
-* ``on_post_build`` (after ``hooks.py`` has copied the model): reads the served model's fp32
-  graph (``build/models/<name>/.build/reference.onnx``, else its fp32 variant) and writes into
+* ``on_post_build`` (after ``hooks.py`` has copied the model): writes into
   ``site/models/<name>/tables/``
 
-  - the weights the pipeline pages need that are not graph outputs: the token and position
-    embedding tables (``embeddings.bin``), each block's LayerNorms and linear layers
-    (``block.<i>.bin``) and the final LayerNorm (``final.bin``); matrices as int8 with one
-    float32 scale per row, vectors as float32;
+  - ``index.json``: ``weights``, where the figures find each weight they recompute with: the
+    name of its tensor in the ``q4x`` variant's ``expand.json`` (see ``weight_layout``), so
+    the browser reads the very packed files the model downloaded, from Cache Storage, and
+    expands only the tensors a figure shows; and ``parity``, the entries below (or why they
+    are missing), each with its bytes and sha256;
   - ``parity/*.f32``: the logits of a fixed prompt from PyTorch (``model_export.gpt2.GPT2``
-    holding the graph's own weights) and from onnxruntime in Python on the fp32 graph and on
-    each shipped variant, when torch and onnxruntime can be imported;
-  - ``index.json``: every file with its bytes and sha256, each tensor's place in its file,
-    and the parity entries (or why they are missing).
+    holding the fp32 graph's own weights) and from onnxruntime in Python on the fp32 graph and
+    on each shipped variant, when torch and onnxruntime can be imported.
 
 The weights are found by following the graph (the embedding ``Gather`` nodes, then the
 ``LayerNormalization`` and ``MatMul`` + ``Add`` nodes in order), not by their names: the
@@ -46,8 +44,12 @@ from mkdocs.plugins import event_priority
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "build" / "models"
 TABLES_DIR = "tables"
-TABLES_FORMAT = 1
-FILE_LIMIT = 40_000_000  # every table file stays below this many bytes
+TABLES_FORMAT = 2
+WEIGHTS_VARIANT = "q4x"  # the figures read their weights from this variant's packed files
+LINEARS = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # a block's linear layers, in graph order
+BLOCK_ROLES = ("ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+               "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
+               "mlp.c_proj.weight", "mlp.c_proj.bias")  # a block's weights, by their GPT2 state-dict names
 PARITY_TEXT = " Data visualization empowers users to"
 PARITY_IDS = [6060, 32704, 795, 30132, 2985, 284]  # GPT-2's tokens of PARITY_TEXT (seed 002's example)
 MARKER = re.compile(r'<!--\s*code:\s*(?P<path>\S+)\s+(?P<name>[\w.]+)(?:\s+from\s+"(?P<start>[^"]+)"\s+to\s+"(?P<end>[^"]+)")?\s*-->')
@@ -173,7 +175,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         raise PluginError(f"{page.file.src_path}: {err}") from err
 
 
-# ---------------------------------------------------------------- weight tables
+# ---------------------------------------------------------------- weights
 
 
 def reference_graph(model_dir: Path) -> Path | None:
@@ -191,6 +193,79 @@ def reference_graph(model_dir: Path) -> Path | None:
             if graphs and (model_dir / graphs[0]["path"]).is_file():
                 return model_dir / graphs[0]["path"]
     return None
+
+
+def _constants(graph) -> dict:
+    """Initializers and ``Constant`` node outputs of a graph, by name (TensorProtos)."""
+    tensors = {i.name: i for i in graph.initializer}
+    for node in graph.node:  # small constants may live in Constant nodes
+        if node.op_type == "Constant" and node.output[0] not in tensors:
+            for attr in node.attribute:
+                if attr.name == "value":
+                    tensors[node.output[0]] = attr.t
+    return tensors
+
+
+def weight_names(graph, n_layer: int) -> dict[str, str]:
+    """Follows the graph to GPT-2's weights (see the module docstring).
+
+    Args:
+        graph: An ``onnx.GraphProto``; external data need not be loaded.
+        n_layer: Number of blocks.
+
+    Returns:
+        Role -> name of the tensor holding it. Roles are ``model_export.gpt2`` state-dict
+        names: ``wte`` (V, C), ``wpe`` (n_positions, C), ``blocks.{i}.ln_1.weight`` ...,
+        ``blocks.{i}.attn.c_attn.weight`` ..., ``ln_f.weight``, ``ln_f.bias``. A linear layer's
+        weight is the tensor its ``MatMul`` reads, so it is (in, out), the transpose of
+        ``nn.Linear``'s.
+
+    Raises:
+        ValueError: If the graph does not have the expected structure.
+    """
+    tensors = _constants(graph)
+    consumers: dict[str, list] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    names = {}
+    for node in graph.node:
+        if node.op_type == "Gather" and node.input[0] in tensors:
+            if node.input[1] == "input_ids":
+                names["wte"] = node.input[0]
+            elif node.input[1] == "position_ids":
+                names["wpe"] = node.input[0]
+    if "wte" not in names or "wpe" not in names:
+        raise ValueError("no embedding Gather on input_ids/position_ids")
+    vocab = tensors[names["wte"]].dims[0]
+    norms = [(n.input[1], n.input[2]) for n in graph.node
+             if n.op_type == "LayerNormalization" and n.input[1] in tensors and n.input[2] in tensors]
+    linears = []
+    for node in graph.node:
+        if node.op_type != "MatMul" or node.input[1] not in tensors:
+            continue
+        dims = list(tensors[node.input[1]].dims)  # (in, out)
+        if len(dims) != 2 or dims[1] == vocab:
+            continue  # the output projection (tied to wte)
+        bias = None
+        for user in consumers.get(node.output[0], []):
+            if user.op_type == "Add":
+                other = [x for x in user.input if x != node.output[0]]
+                if other and other[0] in tensors:
+                    bias = other[0]
+        if bias is None:
+            raise ValueError(f"MatMul {node.name} has no bias Add")
+        linears.append((node.input[1], bias))
+    if len(norms) != 2 * n_layer + 1 or len(linears) != 4 * n_layer:
+        raise ValueError(f"found {len(norms)} LayerNorms and {len(linears)} linear layers, "
+                         f"expected {2 * n_layer + 1} and {4 * n_layer}")
+    for i in range(n_layer):
+        for k, ln in enumerate(("ln_1", "ln_2")):
+            names[f"blocks.{i}.{ln}.weight"], names[f"blocks.{i}.{ln}.bias"] = norms[2 * i + k]
+        for k, linear in enumerate(LINEARS):
+            names[f"blocks.{i}.{linear}.weight"], names[f"blocks.{i}.{linear}.bias"] = linears[4 * i + k]
+    names["ln_f.weight"], names["ln_f.bias"] = norms[-1]
+    return names
 
 
 @dataclass
@@ -214,7 +289,7 @@ class Weights:
 
 
 def read_weights(graph_path: Path, n_layer: int) -> Weights:
-    """Follows the graph to GPT-2's weights (see the module docstring).
+    """GPT-2's weights from a self-contained graph file, found by ``weight_names``.
 
     Raises:
         ValueError: If the graph does not have the expected structure.
@@ -222,132 +297,82 @@ def read_weights(graph_path: Path, n_layer: int) -> Weights:
     import onnx
     from onnx import numpy_helper
 
-    proto = onnx.load(str(graph_path))
-    graph = proto.graph
-    inits = {i.name: i for i in graph.initializer}
-    for node in graph.node:  # small constants may live in Constant nodes
-        if node.op_type == "Constant" and node.output[0] not in inits:
-            for attr in node.attribute:
-                if attr.name == "value":
-                    inits[node.output[0]] = attr.t
-    array = lambda name: numpy_helper.to_array(inits[name]).astype(np.float32)  # noqa: E731
-    consumers: dict[str, list] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-
-    wte = wpe = None
-    for node in graph.node:
-        if node.op_type == "Gather" and node.input[0] in inits:
-            if node.input[1] == "input_ids":
-                wte = array(node.input[0])
-            elif node.input[1] == "position_ids":
-                wpe = array(node.input[0])
-    if wte is None or wpe is None:
-        raise ValueError(f"{graph_path}: no embedding Gather on input_ids/position_ids")
-
-    norms = [(array(n.input[1]), array(n.input[2])) for n in graph.node
-             if n.op_type == "LayerNormalization" and n.input[1] in inits and n.input[2] in inits]
-    linears = []
-    for node in graph.node:
-        if node.op_type != "MatMul" or node.input[1] not in inits:
-            continue
-        weight = array(node.input[1])  # (in, out)
-        if weight.ndim != 2 or weight.shape[1] == wte.shape[0]:
-            continue  # the output projection (tied to wte)
-        bias = None
-        for user in consumers.get(node.output[0], []):
-            if user.op_type == "Add":
-                other = [x for x in user.input if x != node.output[0]]
-                if other and other[0] in inits:
-                    bias = array(other[0])
-        if bias is None:
-            raise ValueError(f"{graph_path}: MatMul {node.name} has no bias Add")
-        linears.append((weight.T.copy(), bias))  # (out, in)
-    if len(norms) != 2 * n_layer + 1 or len(linears) != 4 * n_layer:
-        raise ValueError(f"{graph_path}: found {len(norms)} LayerNorms and {len(linears)} linear layers, "
-                         f"expected {2 * n_layer + 1} and {4 * n_layer}")
-    names = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")
+    graph = onnx.load(str(graph_path)).graph
+    try:
+        names = weight_names(graph, n_layer)
+    except ValueError as err:
+        raise ValueError(f"{graph_path}: {err}") from err
+    tensors = _constants(graph)
+    array = lambda role: numpy_helper.to_array(tensors[names[role]]).astype(np.float32)  # noqa: E731
     blocks = []
     for i in range(n_layer):
-        block = {"ln_1.weight": norms[2 * i][0], "ln_1.bias": norms[2 * i][1],
-                 "ln_2.weight": norms[2 * i + 1][0], "ln_2.bias": norms[2 * i + 1][1]}
-        for k, name in enumerate(names):
-            block[f"{name}.weight"], block[f"{name}.bias"] = linears[4 * i + k]
+        block = {}
+        for role in BLOCK_ROLES:
+            value = array(f"blocks.{i}.{role}")
+            block[role] = value.T.copy() if value.ndim == 2 else value  # (out, in)
         blocks.append(block)
-    return Weights(wte, wpe, blocks, {"weight": norms[-1][0], "bias": norms[-1][1]})
+    return Weights(array("wte"), array("wpe"), blocks, {"weight": array("ln_f.weight"), "bias": array("ln_f.bias")})
 
 
-def quantize_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 per row: ``matrix ~= q * scale[:, None]``.
+def weight_layout(model_dir: Path, manifest: dict) -> dict:
+    """Where the pipeline figures find each weight in the files of the ``WEIGHTS_VARIANT`` variant.
 
     Returns:
-        ``(q, scale)``: q (R, K) int8 in [-127, 127], scale (R,) float32 (0 for an all-zero row).
+        ``{"variant": name, "tensors": {role: {"name", "shape"}}}`` (roles and shapes as in
+        ``weight_names``): ``name`` is the tensor's name in the variant's ``expand.json``; a
+        tensor too small to have chunks there (it stayed inside the graph) carries its float32
+        ``values`` instead. Or ``{"variant": None, "missing": reason}`` when the model has no
+        such variant.
     """
-    matrix = np.asarray(matrix, dtype=np.float32)
-    scale = (np.abs(matrix).max(axis=1) / 127.0).astype(np.float32)  # (R,)
-    safe = np.where(scale > 0, scale, 1.0)
-    q = np.clip(np.rint(matrix / safe[:, None]), -127, 127).astype(np.int8)
-    return q, scale
+    import onnx
+    from onnx import numpy_helper
+
+    from model_export.compact import read_index
+
+    variant = next((v for v in manifest.get("variants", []) if v["name"] == WEIGHTS_VARIANT), None)
+    if variant is None:
+        return {"variant": None, "missing": f"the model was exported without its {WEIGHTS_VARIANT} variant, "
+                                             "whose files the figures read their weights from"}
+    graph_file = next(f for f in variant["files"] if f.get("role", "graph") == "graph")
+    graph = onnx.load(str(model_dir / graph_file["path"]), load_external_data=False).graph
+    try:
+        names = weight_names(graph, manifest["config"]["n_layer"])
+    except ValueError as err:
+        raise PluginError(f"{graph_file['path']}: {err}") from err
+    chunked = {c["tensor"] for c in read_index((model_dir / graph_file["path"]).parent)["chunks"]}
+    tensors = _constants(graph)
+    layout = {}
+    for role, name in names.items():
+        entry = {"name": name, "shape": [int(d) for d in tensors[name].dims]}
+        if name not in chunked:
+            entry["values"] = numpy_helper.to_array(tensors[name]).astype(np.float32).reshape(-1).tolist()
+        layout[role] = entry
+    return {"variant": WEIGHTS_VARIANT, "tensors": layout}
 
 
-def dequantize_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Inverse of ``quantize_rows`` (float32)."""
-    return q.astype(np.float32) * scale[:, None]
+def layout_tensor(variant_dir: Path, entry: dict) -> np.ndarray:
+    """A tensor of ``weight_layout`` as the browser expands it (float32, in the layout's shape).
 
+    Args:
+        variant_dir: The directory of the variant's ``expand.json`` and packed files.
+        entry: ``weight_layout(...)["tensors"][role]``.
+    """
+    from model_export.compact import dequantize_blocks, read_index
 
-class TableFile:
-    """One binary file of tensors; each starts at a multiple of 4 bytes."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.chunks: list[bytes] = []
-        self.size = 0
-        self.tensors: dict[str, dict] = {}
-
-    def _add(self, data: bytes) -> int:
-        offset = self.size
-        pad = (-len(data)) % 4
-        self.chunks.append(data + b"\0" * pad)
-        self.size += len(data) + pad
-        return offset
-
-    def add_vector(self, name: str, vector: np.ndarray) -> None:
-        vector = np.ascontiguousarray(vector, dtype="<f4")
-        self.tensors[name] = {"dtype": "float32", "shape": list(vector.shape), "offset": self._add(vector.tobytes())}
-
-    def add_matrix(self, name: str, matrix: np.ndarray) -> None:
-        q, scale = quantize_rows(matrix)
-        self.tensors[name] = {
-            "dtype": "int8-rowscale", "shape": list(q.shape),
-            "offset": self._add(np.ascontiguousarray(q).tobytes()),
-            "scale_offset": self._add(np.ascontiguousarray(scale, dtype="<f4").tobytes()),
-        }
-
-    def write(self, folder: Path) -> dict:
-        data = b"".join(self.chunks)
-        if len(data) > FILE_LIMIT:
-            raise PluginError(f"pipeline table {self.name} is {len(data) / 1e6:.1f} MB, over {FILE_LIMIT / 1e6:.0f} MB")
-        (folder / self.name).write_bytes(data)
-        return {"path": self.name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest(), "tensors": self.tensors}
-
-
-def table_files(weights: Weights) -> list[TableFile]:
-    """The weights split into files: embeddings, one per block, the final LayerNorm."""
-    embeddings = TableFile("embeddings.bin")
-    embeddings.add_matrix("wte", weights.wte)
-    embeddings.add_matrix("wpe", weights.wpe)
-    files = [embeddings]
-    for i, block in enumerate(weights.blocks):
-        f = TableFile(f"block.{i}.bin")
-        for name, value in block.items():
-            (f.add_matrix if value.ndim == 2 else f.add_vector)(name, value)
-        files.append(f)
-    final = TableFile("final.bin")
-    final.add_vector("ln_f.weight", weights.ln_f["weight"])
-    final.add_vector("ln_f.bias", weights.ln_f["bias"])
-    files.append(final)
-    return files
+    if "values" in entry:
+        return np.asarray(entry["values"], np.float32).reshape(entry["shape"])
+    index = read_index(variant_dir)
+    parts = []
+    for chunk in sorted((c for c in index["chunks"] if c["tensor"] == entry["name"]), key=lambda c: c["offset"]):
+        with open(variant_dir / index["pieces"][chunk["piece"]], "rb") as f:
+            f.seek(chunk["start"])
+            data = np.frombuffer(f.read(chunk["bytes"]), np.uint8)
+        if chunk["encoding"] == "q4":
+            n = chunk["elements"]
+            parts.append(dequantize_blocks(data[: n // 2], data[n // 2 :].view("<f2"), index["block"]))
+        else:
+            parts.append(data.view("<f4"))
+    return np.concatenate(parts).astype(np.float32).reshape(entry["shape"])
 
 
 # ---------------------------------------------------------------- parity
@@ -417,28 +442,32 @@ def parity_logits(model_dir: Path, graph: Path, weights: Weights, config: dict) 
 
 
 def write_tables(model_dir: Path, out: Path, with_parity: bool = True) -> dict:
-    """Writes the pipeline tables of the model in ``model_dir`` into ``out``; returns the index.
+    """Writes the pipeline index (and parity logits) of the model in ``model_dir`` into ``out``.
+
+    Returns:
+        The index (see the module docstring).
 
     Raises:
-        PluginError: If the model has no fp32 graph or the graph cannot be read.
+        PluginError: If the model has no fp32 graph or a graph cannot be read.
     """
     manifest = json.loads((model_dir / "manifest.json").read_text(encoding="utf-8"))
     config = manifest["config"]
     graph = reference_graph(model_dir)
     if graph is None:
         raise PluginError(f"{model_dir} has neither .build/reference.onnx nor an fp32 variant")
-    try:
-        weights = read_weights(graph, config["n_layer"])
-    except ValueError as err:
-        raise PluginError(str(err)) from err
+    layout = weight_layout(model_dir, manifest)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    files = [f.write(out) for f in table_files(weights)]
     parity = {"text": PARITY_TEXT, "ids": PARITY_IDS, "logits": [], "missing": None}
-    if with_parity:
-        logits, missing = parity_logits(model_dir, graph, weights, config) if len(PARITY_IDS) <= config["n_positions"] else ({}, "context too short")
-        parity["missing"] = missing
+    if with_parity and len(PARITY_IDS) > config["n_positions"]:
+        parity["missing"] = "context too short"
+    elif with_parity:
+        try:
+            weights = read_weights(graph, config["n_layer"])
+        except ValueError as err:
+            raise PluginError(str(err)) from err
+        logits, parity["missing"] = parity_logits(model_dir, graph, weights, config)
         (out / "parity").mkdir()
         for source, values in logits.items():
             if isinstance(values, str):
@@ -452,14 +481,14 @@ def write_tables(model_dir: Path, out: Path, with_parity: bool = True) -> dict:
     else:
         parity["missing"] = "not computed for this build"
     index = {"format": TABLES_FORMAT, "model": manifest.get("name"), "config": config,
-             "source": graph.name, "files": files, "parity": parity}
+             "source": graph.name, "weights": layout, "parity": parity}
     (out / "index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
     return index
 
 
 @event_priority(-50)  # after hooks.py has copied the model, before model_hook.py tidies it
 def on_post_build(config) -> None:
-    """Write the pipeline tables of the served model into the site."""
+    """Write the pipeline index and parity logits of the served model into the site."""
     name = config["extra"]["tx_model"]
     model_dir = MODELS / name
     if not (model_dir / "manifest.json").is_file():

@@ -186,3 +186,46 @@ export function isRetryable(error) {
   if (typeof error.retryable === "boolean") return error.retryable;
   return classify(error) !== null;
 }
+
+/**
+ * An allocation that failed: Chromium's `RangeError: Array buffer allocation failed`,
+ * `WebAssembly.Memory(): could not allocate memory`, Emscripten's `Cannot enlarge memory`
+ * and `Aborted(OOM)`, onnxruntime's `failed to allocate` / `bad_alloc`, "Out of memory".
+ */
+const OUT_OF_MEMORY = /allocation failed|could not allocate|failed to allocate|cannot enlarge memory|out of memory|bad_alloc|\bOOM\b/i;
+
+/** Whether an error (or its message) says the browser ran out of memory. */
+export function isOutOfMemory(error) {
+  return OUT_OF_MEMORY.test(messageOf(error));
+}
+
+/** "315 MB", "1.6 GB" (10^6 and 10^9 bytes). */
+export function memoryAmount(bytes) {
+  return bytes >= 1e9 ? `${(bytes / 1e9).toFixed(1)} GB` : `${Math.round(bytes / 1e6)} MB`;
+}
+
+/** The buttons offered with a memory error. */
+export const MEMORY_OFFERS = Object.freeze({
+  smaller: (variant) => `Load the smaller ${variant} model instead`,
+  anyway: "Try anyway",
+});
+
+/**
+ * The message when a model variant does not fit in this device's memory.
+ * @param {{cause: "estimate"|"allocation", deviceGB: number|null, budget: number, variant: string,
+ *   need: number, fit: {name: string, need: number}|null, detail?: string}} fault
+ *   `cause`: the estimate exceeds the budget (before any download), or an allocation failed
+ *   while loading (`detail`: the browser's words); `deviceGB`: what the device reports;
+ *   `budget`: the bytes a tab may use; `need`: the variant's estimate; `fit`: a smaller variant
+ * @returns {string}
+ */
+export function memoryMessage({ cause, deviceGB, budget, variant, need, fit, detail }) {
+  const device = deviceGB === null ? "" : `This device reports ${deviceGB} GB of memory, of which a browser tab can count on about ${memoryAmount(budget)}`;
+  const first = cause === "allocation"
+    ? `The browser ran out of memory while loading the ${variant} model (${String(detail || "").replace(/[.\s]+$/, "").slice(0, 160)}); it needs about ${memoryAmount(need)}.${device ? ` ${device}.` : ""}`
+    : `${device}; the ${variant} model needs about ${memoryAmount(need)} while it loads, so loading it could stop this tab.`;
+  const offer = fit
+    ? `The smaller ${fit.name} model needs about ${memoryAmount(fit.need)} and fits.`
+    : `No ${cause === "allocation" ? "smaller " : ""}variant of this model fits; ${MEMORY_OFFERS.anyway} may work, or may stop this tab.`;
+  return `${first} ${offer} The text and figures of this page do not need the model.`;
+}

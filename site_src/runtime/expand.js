@@ -68,18 +68,24 @@ export function checkIndex(index, pieces) {
   }
 }
 
-/** Write `elements` float32 values of a q4 chunk into `out` (a Float32Array view). */
-function expandQ4(source, elements, block, out) {
+/**
+ * Expand blocks of a q4 chunk into `out` (a Float32Array, filled from index 0).
+ * @param {Uint8Array} source the chunk's bytes: codes, then float16 scales
+ * @param {number} elements the chunk's element count
+ * @param {number} block elements per block
+ * @param {Float32Array} out receives `count * block` values
+ * @param {number} [first=0] first block to expand
+ * @param {number} [count=elements / block] blocks to expand
+ */
+export function expandQ4(source, elements, block, out, first = 0, count = elements / block) {
   const table = halfToFloatTable();
-  const codes = source.subarray(0, elements / 2);
-  const scaleBytes = source.subarray(elements / 2);
   const half = block / 2;
+  const scales = elements / 2; // byte offset of the float16 scales
   let o = 0;
-  let c = 0;
-  for (let b = 0; b < elements / block; b++) {
-    const scale = table[scaleBytes[2 * b] | (scaleBytes[2 * b + 1] << 8)];
-    for (let i = 0; i < half; i++, c++) {
-      const byte = codes[c];
+  for (let b = first; b < first + count; b++) {
+    const scale = table[source[scales + 2 * b] | (source[scales + 2 * b + 1] << 8)];
+    for (let i = 0, c = b * half; i < half; i++, c++) {
+      const byte = source[c];
       out[o++] = ((byte & 15) - 8) * scale;
       out[o++] = ((byte >> 4) - 8) * scale;
     }

@@ -5,7 +5,8 @@
  *
  * Messages in:
  *   {id, type: "load", manifestUrl, backend: "webgpu"|"wasm", fallback: boolean,
- *    variant?, threads?, needs?, download?}
+ *    variant?, threads?, needs?, download?, tuning?}     (tuning: see tuning.js)
+ *   {id, type: "manifest", manifestUrl}          (answers the checked manifest.json; nothing else loads)
  *   {id, type: "forward", ids, attentions?, hiddenStates?, allPositions?}
  *   {id, type: "generate", ids, options}      (streams "token" messages, then answers)
  *   {type: "stop", target}                    (ends the generation with that id)
@@ -28,6 +29,7 @@ import { expandWeights } from "./expand.js";
 import { missingManifestField, rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
+import { sessionOptions, withTuning } from "./tuning.js";
 
 const ORT_URL = new URL("ort/", vendorURL).href;
 
@@ -82,9 +84,10 @@ function threadCount(requested) {
   return Math.max(1, requested || Math.min(4, cores));
 }
 
-async function importOrt(backend, threads) {
+async function importOrt(backend, threads, tuning) {
   if (ort) return ort;
-  ort = await import(new URL(ORT_BUNDLES[backend], ORT_URL).href);
+  const bundle = backend === "wasm" ? ORT_BUNDLES[tuning.wasmBundle] : ORT_BUNDLES[backend];
+  ort = await import(new URL(bundle, ORT_URL).href);
   ort.env.wasm.wasmPaths = ORT_URL;
   ort.env.logLevel = "error"; // ORT's node-placement warnings are not page errors
   ort.env.wasm.numThreads = threads; // ORT would pick 1 on a 2-core machine
@@ -135,28 +138,6 @@ async function watchDevice() {
   device?.lost?.then((info) => self.postMessage({ type: "lost", reason: (info && (info.message || info.reason)) || "" }));
 }
 
-/**
- * Session options for a variant whose external-data pieces are `externalData` ([{path, data}]).
- * For float32 matrix products on WASM (fp32, and q4x once expanded) weight prepacking is
- * switched off: onnxruntime's packed copy of every weight matrix made one-token decoding
- * slower, not faster, in WebAssembly, and cost memory. Measured on GPT-2 small's shape, one
- * thread, on this project's 2-core test machine: 42-64 ms per token without prepacking
- * against 59-84 ms with it, session creation 1.4-1.8 s against 2.5-2.8 s, and about 200 MB
- * less peak memory. (q8's integer kernels do gain from prepacking in the prefill.)
- */
-function sessionOptions(backend, externalData, presentNames, floatWeights) {
-  const options = {
-    executionProviders: [backend],
-    graphOptimizationLevel: "all",
-    logSeverityLevel: 3,
-    externalData,
-  };
-  if (backend === "wasm" && floatWeights) options.extra = { session: { disable_prepacking: "1" } };
-  // On WebGPU the KV cache stays in GPU memory from one step to the next.
-  if (backend === "webgpu") options.preferredOutputLocation = Object.fromEntries(presentNames.map((n) => [n, "gpu-buffer"]));
-  return options;
-}
-
 /** The float32 external-data pieces of a compact variant, built from its packed files. */
 function expandedData(index, packed, files) {
   let parsed;
@@ -176,14 +157,20 @@ function expandedData(index, packed, files) {
   return [...targets].map(([path, data]) => ({ path, data }));
 }
 
-async function load({ manifestUrl, backend: requested, fallback = false, variant: forced, threads: wanted, needs = [], download = {} }) {
+async function load({ manifestUrl, backend: requested, fallback = false, variant: forced, threads: wanted, needs = [], download = {}, tuning: overrides }) {
   const started = performance.now();
+  let tuning;
+  try {
+    tuning = withTuning(overrides);
+  } catch (err) {
+    throw tagged(err.message, "input");
+  }
   const picked = await pickBackend(requested, fallback);
   let { backend } = picked;
   const { shaderF16 } = picked;
   progress("runtime", "Loading onnxruntime-web…");
   const threads = threadCount(wanted);
-  await importOrt(backend, threads);
+  await importOrt(backend, threads, tuning);
   const manifest = await readManifest(manifestUrl);
   const tokenizerFiles = [manifest.tokenizer.vocab, manifest.tokenizer.merges];
   const presentNames = [];
@@ -222,7 +209,10 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
       expanded = performance.now();
       progress("session", `Creating the ${where} session…`);
       try {
-        const session = await ort.InferenceSession.create(fetched.files.get(graph.path), sessionOptions(target, externalData, presentNames, Boolean(index) || candidate.dtype === "float32"));
+        const session = await ort.InferenceSession.create(fetched.files.get(graph.path), sessionOptions(target, externalData, presentNames, tuning));
+        // onnxruntime holds its own copy of the weights now: let the garbage collector have ours.
+        externalData = null;
+        for (const f of [graph, ...data]) fetched.files.delete(f.path);
         return { session, variant: candidate };
       } catch (err) {
         const reason = String((err && err.message) || err).slice(0, 300);
@@ -254,7 +244,13 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
   };
   const ready = performance.now();
   progress("ready", "Model ready");
+  if (backend === "wasm" && tuning.warmupSteps > 0) warmUp(tuning.warmupSteps);
   const decoder = new TextDecoder();
+  const tokenizer = {
+    vocab: decoder.decode(fetched.files.get(tokenizerFiles[0].path)),
+    merges: decoder.decode(fetched.files.get(tokenizerFiles[1].path)),
+  };
+  fetched.files.clear();
   return {
     name: manifest.name,
     backend,
@@ -272,11 +268,26 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
     storage: fetched.storage,
     notices,
     timings: { downloadMs: downloaded - started, expandMs: expanded - downloaded, sessionMs: ready - expanded },
-    tokenizer: {
-      vocab: decoder.decode(fetched.files.get(tokenizerFiles[0].path)),
-      merges: decoder.decode(fetched.files.get(tokenizerFiles[1].path)),
-    },
+    tokenizer,
+    tuning,
   };
+}
+
+/**
+ * Run `steps` single-token steps on the new session, queued before any request, so that the
+ * browser compiles the hot decode code while the reader is still reading (the first
+ * generation after loading is otherwise slower than later ones). Failures are ignored: the
+ * reader's own request reports any real fault.
+ */
+function warmUp(steps) {
+  const ids = [model.config.eos_token_id];
+  exclusive(async () => {
+    let out = await model.session.run(feedsFor(ids, 0, null), ["logits", ...model.presentNames]);
+    for (let n = 1; n <= steps && n < model.config.n_positions; n++) {
+      const past = model.presentNames.map((name) => out[name]);
+      out = await model.session.run(feedsFor(ids, n, past), ["logits", ...model.presentNames]);
+    }
+  }).catch(() => {});
 }
 
 function requireModel() {
@@ -459,7 +470,10 @@ async function generate({ id, ids, options = {} }) {
   };
 }
 
-const handlers = { load, forward, generate };
+/** The checked manifest alone: model.js reads it for its memory check before any "load" (memory.js). */
+const manifest = ({ manifestUrl }) => readManifest(manifestUrl);
+
+const handlers = { load, forward, generate, manifest };
 
 function transferables(result) {
   const buffers = [];

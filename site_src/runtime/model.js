@@ -27,10 +27,19 @@
  * so `loadModel` again starts a fresh worker and session:
  *
  *   model.lost.then((err) => widget.showError(err, { retry: () => widget.update() }));
+ *
+ * A model too large for the device's memory (memory.js: its estimate above what a tab may
+ * use, checked before anything is downloaded, or an allocation that failed while loading)
+ * rejects with a `ModelError` of kind "memory", not retryable, whose `offers` are
+ * `[{label, accept}]`: "Load the smaller q8 model instead" (when one fits) and "Try anyway".
+ * `accept()` records the reader's choice for the page; the next `loadModel` with the same
+ * options then loads the smaller variant, or the requested one unchecked. `showError`
+ * (widgets/base.js) turns the offers into buttons that accept and then retry.
  * @module model
  */
-import { dataFileMessage, deviceLostMessage, workerMessage } from "./errors.js";
+import { MEMORY_OFFERS, dataFileMessage, deviceLostMessage, isOutOfMemory, workerMessage } from "./errors.js";
 import { limits } from "./limits.js";
+import { chooseForMemory, deviceMemoryGB, memoryChoice, memoryProblem } from "./memory.js";
 import { modelsURL } from "./paths.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
 import { createModuleWorker } from "./worker.js";
@@ -324,15 +333,19 @@ export async function bestBackend() {
  * @param {(message: string) => void} [options.onNotice] remarks such as "kept in memory only"
  * @param {{stallNoticeMs?: number, stallTimeoutMs?: number, concurrency?: number, useCache?: boolean}} [options.download]
  *   stall limits default to the page's `limits()` (limits.js)
+ * @param {Partial<import("./tuning.js").Tuning>} [options.tuning] session options that override
+ *   the site's (tuning.js), for benchmarks; such a load gets its own worker and session
  * @returns {Promise<ModelHandle>}
  */
 export async function loadModel({
-  model, backend = "auto", variant, threads, needs = [], onProgress = () => {}, onNotice = () => {}, download = {},
+  model, backend = "auto", variant, threads, needs = [], onProgress = () => {}, onNotice = () => {}, download = {}, tuning,
 } = {}) {
   const auto = backend === "auto" ? await autoBackend() : { backend, note: "" };
   const resolved = auto.backend;
   const name = model ? await knownModelName(model) : await defaultModelName();
-  const key = JSON.stringify([name, resolved, variant || null, threads || null, [...needs].sort()]);
+  const asked = { name, backend: resolved, variant, needs };
+  variant = await memoryGuard(asked);
+  const key = JSON.stringify([name, resolved, variant || null, threads || null, [...needs].sort(), tuning || null]);
   let entry = loaded.get(key);
   if (entry) {
     entry.progress.add(onProgress);
@@ -352,7 +365,7 @@ export async function loadModel({
   const { stallNoticeMs, stallTimeoutMs } = limits(download);
   entry.promise = (async () => {
     const { tokenizer: files, ...info } = await channel.call({
-      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs,
+      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs, tuning,
       download: { ...download, stallNoticeMs, stallTimeoutMs },
     }).promise;
     const tokenizer = new GPT2Tokenizer(JSON.parse(files.vocab), files.merges);
@@ -360,9 +373,93 @@ export async function loadModel({
     entry.handle = new ModelHandle(channel, info, tokenizer, key);
     return entry.handle;
   })();
+  entry.promise = entry.promise.catch(async (err) => {
+    throw await asMemoryError(err, asked, variant);
+  });
   entry.promise.catch(() => {
     channel.terminate();
     if (loaded.get(key) === entry) loaded.delete(key); // a failed load can be retried
   });
   return entry.promise;
+}
+
+// ---------------------------------------------------------------- memory (see memory.js)
+
+const checkedManifests = new Map(); // manifest URL -> Promise of the manifest, or of null
+
+/**
+ * The model's manifest for the memory check, once per page, read by a model worker of its
+ * own that loads nothing else (so a fault reaches the page's console once, from the load that
+ * reports it). Null when it cannot be read, is incomplete or takes longer than the stall
+ * limit: the check is skipped and the load's own read says what is wrong. A read that fails
+ * is tried again next time.
+ */
+function manifestForMemory(name) {
+  const manifestUrl = new URL(`${name}/manifest.json`, modelsURL).href;
+  if (!checkedManifests.has(manifestUrl)) {
+    const probe = workerChannel({ onProgress() {}, onNotice() {}, onBroken() {} });
+    const read = probe.call({ type: "manifest", manifestUrl }).promise.catch(() => null);
+    const timeout = new Promise((resolve) => setTimeout(resolve, limits().stallTimeoutMs, null));
+    const manifest = Promise.race([read, timeout]);
+    checkedManifests.set(manifestUrl, manifest);
+    manifest.then((m) => {
+      probe.terminate();
+      if (!m) checkedManifests.delete(manifestUrl);
+    });
+  }
+  return checkedManifests.get(manifestUrl);
+}
+
+/**
+ * A "memory" ModelError for `problem` (memoryProblem), with the offers that record the
+ * reader's choice for the request `asked`: the smaller variant, or `tried` (the variant that
+ * did not fit; undefined: the default) unchecked.
+ */
+function memoryError(problem, asked, tried = asked.variant) {
+  const err = new ModelError({ message: problem.message, kind: "memory", retryable: false });
+  err.offers = [{ label: MEMORY_OFFERS.anyway, accept: () => chooseForMemory(asked, { variant: tried, anyway: true }) }];
+  if (problem.fit) err.offers.unshift({ label: MEMORY_OFFERS.smaller(problem.fit), accept: () => chooseForMemory(asked, { variant: problem.fit }) });
+  return err;
+}
+
+/**
+ * The variant to load for `asked`: the reader's earlier choice, else the requested one when
+ * its estimate fits the device (or the device reports no figure). Nothing but the manifest is
+ * fetched. Throws a "memory" ModelError when it does not fit.
+ * @param {{name: string, backend: "webgpu"|"wasm", variant?: string, needs: string[]}} asked
+ * @returns {Promise<string|undefined>}
+ */
+async function memoryGuard(asked) {
+  const choice = memoryChoice(asked);
+  if (choice) return choice.variant ?? asked.variant;
+  const deviceGB = deviceMemoryGB();
+  if (deviceGB === null) return asked.variant;
+  const manifest = await manifestForMemory(asked.name);
+  if (!manifest) return asked.variant;
+  let problem = null;
+  try {
+    problem = memoryProblem({ manifest, deviceGB, ...asked });
+  } catch {
+    return asked.variant; // no variant for this backend: the worker says so
+  }
+  if (problem) throw memoryError(problem, asked);
+  return asked.variant;
+}
+
+/**
+ * A failed load's error, or, when it is an allocation failure, the "memory" ModelError for it.
+ * @param {unknown} err what the load rejected with
+ * @param {object} asked the request (as for `memoryGuard`)
+ * @param {string} [variant] the variant that was loading (undefined: the default)
+ */
+async function asMemoryError(err, asked, variant) {
+  if (!isOutOfMemory(err)) return err;
+  const manifest = await manifestForMemory(asked.name);
+  if (!manifest) return err;
+  try {
+    return memoryError(memoryProblem({ manifest, deviceGB: deviceMemoryGB(), ...asked, variant, failure: String(err.message) }), asked, variant);
+  } catch {
+    // no variant for this backend: keep the worker's error
+  }
+  return err;
 }

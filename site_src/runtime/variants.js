@@ -133,3 +133,83 @@ export function missingManifestField(manifest) {
   }
   return null;
 }
+
+/**
+ * What loading a variant costs in memory, in one place (`peakMemoryBytes` reads it).
+ *
+ * `peakBytesPerParameter` is the browser's peak private memory, per weight of the model, by
+ * the precision the session holds its weights in, from `bench/results/browser*.json` (GPT-2
+ * small's shape, 124.4 M weights, WASM, Chromium, 2 threads; whole browser, load plus
+ * generation and prefill up to 512 tokens): q4x and fp32 peak at about 1.95 GB (q4x downloads
+ * 4-bit weights but expands them to float32, and the expanded copy, onnxruntime's copy in the
+ * WebAssembly heap and its prepacked matrices overlap while the session is created), q8 at
+ * about 0.83 GB and q4 at about 0.73 GB. Less `runtimeBytes`, that is about 13.5, 4.5 and 3.6
+ * bytes per weight. fp16 (WebGPU only, not measured) keeps the earlier figure of 6. When a
+ * change to the load moves a peak, re-run the benchmark and change the figure here.
+ *
+ * `runtimeBytes` is what the tab holds whatever the model: onnxruntime-web's WebAssembly
+ * module and heap, the worker, the tokenizer, so a model as small as the test site's `tiny`
+ * still needs about 0.3 GB.
+ *
+ * The KV cache counts at its largest, every layer's keys and values for all `n_positions`
+ * positions, and about six times over: each decoding step copies the whole cache into the
+ * session as an input and back out as an output, and the page's copies of earlier steps
+ * wait for the garbage collector. Measured: decoding after 1,000 cached positions raised
+ * q4x's peak by about 0.4 GB over the short generations, six times the 75 MB cache.
+ */
+export const MEMORY = Object.freeze({
+  peakBytesPerParameter: Object.freeze({ float32: 13.5, float16: 6, int8: 4.5, int4: 3.6 }),
+  runtimeBytes: 280e6,
+  kvBytesPerValue: 4 * 6, // float32, about six copies at the peak
+});
+
+/**
+ * The weights of a GPT-2 with this config: token and position embeddings, per layer two
+ * layer norms, the attention (qkv and output projection) and the MLP (4x wide), the final
+ * layer norm; the output head shares the token embedding.
+ * @param {{n_layer: number, n_embd: number, n_positions: number, vocab_size: number}} config
+ * @returns {number}
+ */
+export function parameterCount({ n_layer, n_embd: d, n_positions, vocab_size }) {
+  const perLayer = 12 * d * d + 13 * d;
+  return vocab_size * d + n_positions * d + n_layer * perLayer + 2 * d;
+}
+
+/** The precision a variant's session holds its weights in: a compact variant is expanded to float32. */
+export function heldPrecision(variant) {
+  if (variant.files.some((f) => f.role === "index")) return "float32";
+  return variant.dtype in MEMORY.peakBytesPerParameter ? variant.dtype : "float32";
+}
+
+/**
+ * Estimated peak memory of loading `variant` and generating up to the full context (see
+ * `MEMORY`): weights × bytes per weight at the peak + the KV cache + the runtime.
+ * @param {object} manifest the parsed manifest.json (its `config`)
+ * @param {object} variant one of its variants
+ * @returns {number} bytes
+ */
+export function peakMemoryBytes(manifest, variant) {
+  const { config } = manifest;
+  const weights = parameterCount(config) * MEMORY.peakBytesPerParameter[heldPrecision(variant)];
+  const kvCache = 2 * config.n_layer * config.n_positions * config.n_embd * MEMORY.kvBytesPerValue;
+  return weights + kvCache + MEMORY.runtimeBytes;
+}
+
+/**
+ * The variant `backend` would load (as `rankVariants` ranks them, `variant` forcing one), its
+ * estimate, and the best-ranked other variant whose estimate is below both that estimate and
+ * `budget` (null when none is).
+ * @param {object} manifest
+ * @param {"webgpu"|"wasm"} backend
+ * @param {number} budget bytes a tab may use (Infinity: no limit)
+ * @param {{variant?: string, needs?: string[]}} [options] as for `rankVariants`
+ * @returns {{variant: object, need: number, fit: {variant: object, need: number}|null}}
+ */
+export function memoryFit(manifest, backend, budget, { variant, needs = [] } = {}) {
+  const [wanted] = rankVariants(manifest, backend, { variant, needs });
+  const need = peakMemoryBytes(manifest, wanted);
+  const fit = rankVariants(manifest, backend, { needs })
+    .map((v) => ({ variant: v, need: peakMemoryBytes(manifest, v) }))
+    .find((c) => c.variant !== wanted && c.need < need && c.need <= budget);
+  return { variant: wanted, need, fit: fit || null };
+}

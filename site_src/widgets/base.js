@@ -10,6 +10,11 @@
  * Retry button in the status line: `this.showError(err, { retry: () => this.update() })`.
  * The button is hidden while anything runs (progress, ready, the retry itself). Messages
  * go through `explain` (runtime/errors.js), so low-level errors read as sentences.
+ *
+ * An error may also offer other ways forward: `showError(err, { retry, actions: [{label, run}] })`
+ * draws one button per action. An error that carries `offers` ([{label, accept}], e.g. the
+ * model runtime's "memory" error: "Load the smaller q8 model instead", "Try anyway") gets
+ * them as actions by default: each button accepts its offer, then runs `retry`.
  * @module widgets/base
  */
 import { explain, isRetryable } from "../runtime/errors.js";
@@ -38,6 +43,7 @@ export class TxElement extends HTMLElement {
         <div class="status" role="status" aria-live="polite">
           <span class="status-text"></span><progress hidden></progress>
           <button type="button" class="retry" hidden>Retry</button>
+          <span class="actions" hidden></span>
         </div>
       </div>`;
     this.$(".status .retry").addEventListener("click", () => this.runRetry());
@@ -59,6 +65,7 @@ export class TxElement extends HTMLElement {
     const bar = this.$(".status progress");
     this.$(".status").classList.remove("error");
     this.$(".status .retry").hidden = true;
+    this.showActions([]);
     this.$(".status-text").textContent = message;
     bar.hidden = !(total > 0);
     if (total > 0) {
@@ -77,6 +84,7 @@ export class TxElement extends HTMLElement {
     this.$(".status-text").textContent = message;
     this.$(".status progress").hidden = true;
     this.$(".status .retry").hidden = true;
+    this.showActions([]);
     this.retryAction = null;
   }
 
@@ -99,9 +107,11 @@ export class TxElement extends HTMLElement {
    * try again; when `retry` is given and the error is one that trying again may fix
    * (`isRetryable`), a Retry button runs it.
    * @param {unknown} error an Error, or a message
-   * @param {{retry?: () => unknown}} [options] what Retry does (e.g. load and run again)
+   * @param {{retry?: () => unknown, actions?: {label: string, run: () => unknown}[]}} [options]
+   *   what Retry does (e.g. load and run again); other buttons (default: the error's `offers`,
+   *   each accepted and then retried, see `offeredActions`)
    */
-  showError(error, { retry } = {}) {
+  showError(error, { retry, actions = offeredActions(error, retry) } = {}) {
     this.dataset.state = "error";
     const status = this.$(".status");
     status.classList.add("error");
@@ -110,6 +120,25 @@ export class TxElement extends HTMLElement {
     /** What the Retry button runs, or null when it is hidden. */
     this.retryAction = retry && isRetryable(error) ? retry : null;
     this.$(".status .retry").hidden = !this.retryAction;
+    this.showActions(actions);
+  }
+
+  /** One button per action after the status text (none: the buttons go). */
+  showActions(actions) {
+    const box = this.$(".status .actions");
+    if (!box || (box.hidden && actions.length === 0)) return;
+    box.replaceChildren(...actions.map(({ label, run }) => {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "action";
+      button.textContent = label;
+      button.addEventListener("click", () => {
+        this.showProgress("Starting…");
+        run();
+      });
+      return button;
+    }));
+    box.hidden = actions.length === 0;
   }
 
   /** Run the action offered with the last error; its button stays hidden while it runs. */
@@ -120,6 +149,15 @@ export class TxElement extends HTMLElement {
     this.showProgress("Trying again…");
     action();
   }
+}
+
+/**
+ * The error's `offers` ([{label, accept}]) as `showError` actions: accept the offer, then run
+ * `retry` (nothing without `retry`: an offer only takes effect at the next load).
+ */
+function offeredActions(error, retry) {
+  if (!retry || !Array.isArray(error?.offers)) return [];
+  return error.offers.map(({ label, accept }) => ({ label, run: () => { accept(); retry(); } }));
 }
 
 /** "12.3 MB"-style size. */

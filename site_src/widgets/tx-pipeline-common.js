@@ -1,15 +1,17 @@
 /**
  * What the "in the order it runs" widgets (<tx-pipeline>, <tx-stage-*>, <tx-parity>) share:
  * the reader's prompt (kept in localStorage, so it is typed once and follows the reader from
- * stage to stage), one forward pass per prompt with attentions and hidden states, the weight
- * tables written by `site_src/pipeline_hook.py`, a few float32 kernels (LayerNorm, linear
- * layers, GELU, softmax) that recompute a block's intermediate tensors from those tables, and
- * an SVG heatmap. This module defines no element.
+ * stage to stage), one forward pass per prompt with attentions and hidden states, the weights
+ * (read from the model's own `q4x` files, where `tables/index.json` of
+ * `site_src/pipeline_hook.py` says each one is), a few float32 kernels (LayerNorm, linear
+ * layers, GELU, softmax) that recompute a block's intermediate tensors from them, and an SVG
+ * heatmap. This module defines no element.
  * @module widgets/tx-pipeline-common
  */
 import { loadModel } from "../runtime/model.js";
 import { modelsURL } from "../runtime/paths.js";
 import { sha256Hex } from "../runtime/download.js";
+import { openPacked } from "../runtime/packed-weights.js";
 import { TxElement, escapeHtml } from "./base.js";
 
 export const PROMPT_KEY = "tx-pipeline-prompt";
@@ -151,21 +153,20 @@ export function runForward(model, ids) {
   return forwards.get(key);
 }
 
-// ---------------------------------------------------------------- weight tables
+// ---------------------------------------------------------------- weights
 
 const tableIndexes = new Map();
-const tableFiles = new Map();
 
 function tablesURL(model) {
   return new URL(`${model.info.name}/tables/`, modelsURL);
 }
 
-/** `tables/index.json` of the loaded model. */
+/** `tables/index.json` of the loaded model: where each weight is (`weights`), and the parity logits. */
 export function tableIndex(model) {
   const url = new URL("index.json", tablesURL(model)).href;
   if (!tableIndexes.has(url)) {
     const promise = fetch(url, { cache: "no-cache" }).then((r) => {
-      if (!r.ok) throw new Error(`The pipeline tables are missing (HTTP ${r.status} for ${url}); the site was built without site_src/pipeline_hook.py.`);
+      if (!r.ok) throw new Error(`The pipeline index is missing (HTTP ${r.status} for ${url}); the site was built without site_src/pipeline_hook.py.`);
       return r.json();
     });
     promise.catch(() => tableIndexes.delete(url));
@@ -174,7 +175,7 @@ export function tableIndex(model) {
   return tableIndexes.get(url);
 }
 
-/** Bytes of one listed file, checked against its sha256. */
+/** Bytes of one file listed in `tables/index.json`, checked against its sha256. */
 export async function fetchChecked(model, entry) {
   const url = new URL(entry.path, tablesURL(model)).href;
   const response = await fetch(url);
@@ -187,40 +188,90 @@ export async function fetchChecked(model, entry) {
 }
 
 /**
- * The tensors of one table file ("embeddings.bin", "block.3.bin", "final.bin"), fetched once.
- * Matrices come as {q: Int8Array, scale: Float32Array, rows, cols}, vectors as Float32Array.
+ * Where the weights come from: the roles of `tables/index.json` and the packed variant they
+ * name (its files are the model's own when the model runs that variant).
+ * @returns {Promise<{variant: string, tensors: object, packed: import("../runtime/packed-weights.js").PackedVariant}>}
  */
-export function loadTable(model, file) {
-  const key = `${model.info.name}/${file}`;
-  if (!tableFiles.has(key)) {
-    const promise = (async () => {
-      const index = await tableIndex(model);
-      const entry = index.files.find((f) => f.path === file);
-      if (!entry) throw new Error(`tables/index.json lists no ${file}.`);
-      const bytes = await fetchChecked(model, entry);
-      const tensors = {};
-      for (const [name, t] of Object.entries(entry.tensors)) {
-        if (t.dtype === "float32") {
-          tensors[name] = new Float32Array(bytes, t.offset, t.shape[0]);
-        } else {
-          const [rows, cols] = t.shape;
-          tensors[name] = { q: new Int8Array(bytes, t.offset, rows * cols), scale: new Float32Array(bytes, t.scale_offset, rows), rows, cols };
-        }
-      }
-      return tensors;
-    })();
-    promise.catch(() => tableFiles.delete(key));
-    tableFiles.set(key, promise);
-  }
-  return tableFiles.get(key);
+async function weightSource(model) {
+  const { weights } = await tableIndex(model);
+  if (!weights?.variant) throw new Error(`The figures cannot read the weights: ${weights?.missing ?? "tables/index.json is from an older build; reload the page"}.`);
+  const packed = await openPacked(new URL(`${model.info.name}/manifest.json`, modelsURL).href, weights.variant);
+  return { variant: weights.variant, tensors: weights.tensors, packed };
 }
 
-/** Row r of an int8 matrix, dequantised. */
-export function tableRow(m, r) {
-  const out = new Float32Array(m.cols);
-  const s = m.scale[r];
-  for (let c = 0; c < m.cols; c++) out[c] = m.q[r * m.cols + c] * s;
+/** Rows of a tensor entry of the layout (all of it without `rows`), as float32. */
+function pick(view, entry, rows) {
+  const cols = entry.shape[entry.shape.length - 1];
+  const part = (first, count) => (entry.values ? Float32Array.from(entry.values.slice(first, first + count)) : view.range(entry.name, first, count));
+  if (!rows) return part(0, entry.shape.reduce((a, b) => a * b, 1));
+  const out = new Float32Array(rows.length * cols);
+  rows.forEach((r, i) => out.set(part(r * cols, cols), i * cols));
   return out;
+}
+
+/**
+ * Weights by role ("wpe", "blocks.0.attn.c_attn.weight", "ln_f.bias": the names of
+ * `pipeline_hook.weight_names`), expanded to the float32 values the session computes with.
+ * A linear layer's weight comes as the graph's MatMul reads it, (in, out).
+ * @param {string[]} roles
+ * @param {Object<string, number[]>} [rows] for some roles, just these rows: (rows.length, cols)
+ * @returns {Promise<Object<string, Float32Array>>}
+ */
+export async function readWeights(model, roles, rows = {}) {
+  const { tensors, packed } = await weightSource(model);
+  const entries = roles.map((role) => {
+    if (!tensors[role]) throw new Error(`tables/index.json has no weight ${role}.`);
+    return [role, tensors[role]];
+  });
+  const names = entries.filter(([, e]) => !e.values).map(([, e]) => e.name);
+  return packed.read(names, (view) => Object.fromEntries(entries.map(([role, e]) => [role, pick(view, e, rows[role])])));
+}
+
+/**
+ * Call `fn(first, count, rows)` for every band of `band` rows of a matrix, `rows` (count, cols)
+ * float32, without expanding the whole matrix at once (wte of GPT-2 small is 154 MB as float32).
+ */
+export async function scanRows(model, role, fn, band = 1024) {
+  const { tensors, packed } = await weightSource(model);
+  const entry = tensors[role];
+  const [R] = entry.shape;
+  await packed.read(entry.values ? [] : [entry.name], (view) => {
+    for (let r = 0; r < R; r += band) {
+      const n = Math.min(band, R - r);
+      fn(r, n, pick(view, entry, Array.from({ length: n }, (_, i) => r + i)));
+    }
+  });
+}
+
+/**
+ * How the figures' weights relate to the model's, as a phrase: "the model's own q4x weights
+ * (…)", or, when the browser runs another variant, which one and what reading q4x costs.
+ */
+export async function weightsPhrase(model) {
+  const { variant, packed } = await weightSource(model);
+  if (model.info.variant === variant) {
+    return `the model's own ${variant} weights (expanded on this page from the 4-bit files it downloaded: the same float32 numbers its session computes with)`;
+  }
+  const mb = (packed.packed.reduce((sum, f) => sum + f.bytes, 0) / 1e6).toFixed(1);
+  return `the ${variant} weights (this browser runs the ${escapeHtml(model.info.variant)} weights; the ${variant} files, ${mb} MB, are downloaded once for these figures, so the difference includes the two formats' rounding)`;
+}
+
+let shownBlock = null; // {key, promise}: the weights of the block drawn last, one block at a time
+
+/** Block `layer`'s weights, keyed without the "blocks.{layer}." prefix ("ln_1.weight", ...). */
+function blockWeights(model, layer) {
+  const key = `${model.info.name}|${layer}`;
+  if (shownBlock?.key !== key) {
+    const prefix = `blocks.${layer}.`;
+    const promise = weightSource(model)
+      .then(({ tensors }) => readWeights(model, Object.keys(tensors).filter((role) => role.startsWith(prefix))))
+      .then((w) => Object.fromEntries(Object.entries(w).map(([role, v]) => [role.slice(prefix.length), v])));
+    promise.catch(() => {
+      if (shownBlock?.promise === promise) shownBlock = null;
+    });
+    shownBlock = { key, promise };
+  }
+  return shownBlock.promise;
 }
 
 // ---------------------------------------------------------------- kernels (float32 data, float64 sums)
@@ -255,18 +306,20 @@ export function rowStats(x, T, C) {
   return stats;
 }
 
-/** x (T, in) @ W.T + b with W an int8 (out, in) matrix: (T, out). */
+/** x (T, in) @ W + b with W (in, out) as the graph's MatMul reads it, b (out,): (T, out). */
 export function linear(x, T, W, b) {
-  const { q, scale, rows: out, cols: inDim } = W;
+  const out = b.length;
+  const inDim = W.length / out;
   const y = new Float32Array(T * out);
+  const sum = new Float64Array(out);
   for (let t = 0; t < T; t++) {
-    const base = t * inDim;
-    for (let o = 0; o < out; o++) {
-      let sum = 0;
-      const row = o * inDim;
-      for (let i = 0; i < inDim; i++) sum += x[base + i] * q[row + i];
-      y[t * out + o] = sum * scale[o] + b[o];
+    sum.fill(0);
+    for (let i = 0; i < inDim; i++) {
+      const xi = x[t * inDim + i];
+      const row = i * out;
+      for (let o = 0; o < out; o++) sum[o] += xi * W[row + o];
     }
+    for (let o = 0; o < out; o++) y[t * out + o] = sum[o] + b[o];
   }
   return y;
 }
@@ -304,8 +357,8 @@ export function slice2d(x, T, C, c0 = 0, c1 = C) {
 }
 
 /**
- * Everything block `layer` computes for the prompt, recomputed from the tables and the
- * model's own input to that block (hidden_states[layer]):
+ * Everything block `layer` computes for the prompt, recomputed from the block's weights and
+ * the model's own input to that block (hidden_states[layer]):
  *   x (T,C) in, ln1 (T,C), qkv (T,3C), q/k/v (T,C), per head: scores, scaled, masked,
  *   softmax (T,T) recomputed, probs (T,T) the model's own, out (T,hd) = probs @ v_h;
  *   merged (T,C), attnOut (T,C), mid (T,C), ln2 (T,C), fc (T,4C), act (T,4C), mlpOut (T,C),
@@ -315,7 +368,7 @@ export async function blockTrace(model, run, layer) {
   const { n_embd: C, n_head: H } = model.info.config;
   const hd = C / H;
   const T = run.T;
-  const w = await loadTable(model, `block.${layer}.bin`);
+  const w = await blockWeights(model, layer);
   const x = run.hidden[layer];
   const ln1 = layerNorm(x, T, C, w["ln_1.weight"], w["ln_1.bias"]);
   const qkv = linear(ln1, T, w["attn.c_attn.weight"], w["attn.c_attn.bias"]); // (T, 3C)

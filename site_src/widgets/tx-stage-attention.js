@@ -2,7 +2,7 @@
  * <tx-stage-attention>: stage 5c. For the block and head the reader picks, each step of
  * masked self-attention on their prompt: scores Q_h K_hᵀ, scaled by 1/√head_dim, masked
  * (−∞ above the diagonal), softmax (the model's own `attentions.{layer}` output), and the
- * weighted values softmax · V_h. The first three are recomputed from the tables; the check
+ * weighted values softmax · V_h. The first three are recomputed from the block's weights; the check
  * line compares this page's softmax of them with the model's.
  *
  * Shows `data-values` on each figure and `data-max-diff` on the check line.

@@ -7,7 +7,7 @@
  * Shows `data-values` on each figure (rows, learned similarity, sinusoidal similarity).
  */
 import {
-  PipelineStage, GPT2_SMALL, MAX_COLS, heatmap, loadTable, shapeLine, tableRow, tokenLabels,
+  PipelineStage, GPT2_SMALL, MAX_COLS, heatmap, readWeights, shapeLine, tokenLabels,
 } from "./tx-pipeline-common.js";
 
 const N = 24; // positions in the similarity plots
@@ -38,12 +38,14 @@ class TxStagePosition extends PipelineStage {
   }
 
   async draw({ model, ids }) {
-    const { wpe } = await loadTable(model, "embeddings.bin");
     const { n_embd: C, n_positions: P } = model.info.config;
-    const cols = Math.min(C, MAX_COLS);
-    const rows = ids.map((_, p) => Array.from(tableRow(wpe, p).subarray(0, cols)));
     const n = Math.min(N, P);
-    const learned = cosineMatrix(Array.from({ length: n }, (_, p) => Array.from(tableRow(wpe, p))));
+    const positions = Array.from({ length: Math.max(n, ids.length) }, (_, p) => p);
+    const { wpe } = await readWeights(model, ["wpe"], { wpe: positions }); // (max(n, T), C)
+    const row = (p) => wpe.subarray(p * C, (p + 1) * C);
+    const cols = Math.min(C, MAX_COLS);
+    const rows = ids.map((_, p) => Array.from(row(p).subarray(0, cols)));
+    const learned = cosineMatrix(Array.from({ length: n }, (_, p) => Array.from(row(p))));
     const fixed = cosineMatrix(Array.from({ length: n }, (_, p) => Array.from(sinusoid(p, C))));
     const labels = Array.from({ length: n }, (_, p) => `pos ${p}`);
     return `${shapeLine("Position table wpe", [GPT2_SMALL.n_positions, GPT2_SMALL.n_embd], [P, C], model.info.name)}

@@ -1,8 +1,8 @@
 /**
  * <tx-stage-qkv>: stage 5a. In the block the reader picks, LayerNorm of the block's input
  * times the fused weight c_attn (C → 3C) gives one (T, 3C) matrix, sliced into Q | K | V.
- * Recomputed here from the model's own block input (`hidden_states.{layer}`) and the int8
- * tables of pipeline_hook.py.
+ * Recomputed here from the model's own block input (`hidden_states.{layer}`) and the block's
+ * weights (the model's own, see `readWeights` in tx-pipeline-common.js).
  *
  * Shows `data-values` on the Q, K and V figures (first columns).
  */

@@ -8,7 +8,9 @@
  * Shows `data-values` on the figure, `data-max-diff` on the check line and one `tr` per token.
  */
 import { escapeHtml } from "./base.js";
-import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, maxAbsDiff, rowStats, shapeLine, slice2d, tokenLabels, visible } from "./tx-pipeline-common.js";
+import {
+  PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, maxAbsDiff, rowStats, shapeLine, slice2d, tokenLabels, visible, weightsPhrase,
+} from "./tx-pipeline-common.js";
 import { Rng } from "../runtime/rng.js";
 
 const P_DROP = 0.1;
@@ -50,7 +52,7 @@ class TxStageResidual extends PipelineStage {
       <table class="pl-table pl-residual"><thead><tr><th>token</th><th>‖x‖</th><th>x: mean / std</th><th>LN₁(x): mean / std</th><th>‖attn update‖</th><th>‖MLP update‖${train ? " (dropout)" : ""}</th><th>‖x after block‖</th></tr></thead><tbody>${rows}</tbody></table></figure>
       ${train ? `<p class="pl-note">Training mode: ${dropped} of ${T * C} numbers of the MLP update were set to 0, the others divided by ${1 - P_DROP}. At inference (switch off) nothing is dropped.</p>` : ""}
       ${heatmap(slice2d(b.nextModel, T, C, 0, cols), { name: `hidden_states.${layer + 1}`, caption: `The model's hidden_states.${layer + 1}: the residual stream after block ${layer} (first ${cols} of ${C})`, rowLabels: tokenLabels(model, ids), cell: 6 })}
-      <p class="pl-note pl-check" data-max-diff="${diff}">Figure 5f. Recomputing block ${layer} on this page from the int8 tables lands within ${diff.toExponential(2)} of the model's own output.</p>`;
+      <p class="pl-note pl-check" data-max-diff="${diff}">Figure 5f. Recomputing block ${layer} on this page with ${await weightsPhrase(model)} lands within ${diff.toExponential(2)} of the model's own output.</p>`;
   }
 }
 

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import NO_SERVICE_WORKER
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
@@ -361,7 +362,7 @@ class WidgetPage:
         self.watched = None
 
     def open(self):
-        context = self.browser.new_context()
+        context = self.browser.new_context(**NO_SERVICE_WORKER)
         self.watched = _watched_page_class()(context, self.site_url)
         self.watched.page.add_init_script(INSTRUMENT)
         self.watched.goto(f"embed/{WIDGETS[TAGS[0]]['name']}/")

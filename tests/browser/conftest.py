@@ -109,8 +109,14 @@ class WatchedPage:
         assert not self.errors, f"console errors: {json.dumps(self.errors, indent=1)}"
 
 
-def _watched(browser, site_url):
-    context = browser.new_context()
+# Test contexts block the site's service worker (sw.js): it would precache the pages in every
+# test, and requests it makes do not pass Playwright's routes, which the fault tests rely on.
+# The tests of the worker itself (test_offline.py, `sw_page`) let it run.
+NO_SERVICE_WORKER = {"service_workers": "block"}
+
+
+def _watched(browser, site_url, **options):
+    context = browser.new_context(**{**NO_SERVICE_WORKER, **options})
     watched = WatchedPage(context, site_url)
     yield watched
     context.close()
@@ -120,6 +126,12 @@ def _watched(browser, site_url):
 @pytest.fixture
 def page(browser, site_url):
     yield from _watched(browser, site_url)
+
+
+@pytest.fixture
+def sw_page(browser, site_url):
+    """A watched page whose context lets the site's service worker run."""
+    yield from _watched(browser, site_url, service_workers="allow")
 
 
 @pytest.fixture

@@ -161,9 +161,9 @@ def test_spot_the_bug_fix_check_endless_loop_and_reveal(page):
 def unisolated_page(browser):
     """The site served WITHOUT cross-origin isolation: no SharedArrayBuffer, no interrupt buffer.
 
-    The server sends no COOP/COEP headers, and the site's coi-serviceworker (which adds
-    those headers on hosts like GitHub Pages) is replaced by an empty script, so nothing
-    isolates the page: what a reader sees whose browser refuses the service worker.
+    The server sends no COOP/COEP headers, and the context blocks service workers (the
+    site's sw.js adds those headers on hosts like GitHub Pages), so nothing isolates the
+    page: what a reader sees whose browser refuses the service worker.
     """
     class NoIsolation(SiteHandler):
         cross_origin_isolated = False
@@ -172,10 +172,8 @@ def unisolated_page(browser):
     server.daemon_threads = True
     server.verbose = False
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    context = browser.new_context()
+    context = browser.new_context(service_workers="block")
     watched = WatchedPage(context, f"http://127.0.0.1:{server.server_address[1]}/")
-    context.route("**/coi-serviceworker.js",  # registered last, so it takes precedence
-                  lambda route: route.fulfill(status=200, content_type="text/javascript", body="// disabled\n"))
     yield watched
     context.close()
     server.shutdown()

@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import NO_SERVICE_WORKER
 from reader import DESKTOP_WIDTH, PHONE_WIDTH, bad_values, clipped, overflow, overlapping_text, screenshot_widgets
 
 pytestmark = pytest.mark.browser
@@ -213,7 +214,7 @@ def tour(browser, site_url, request):
     if not AXE.is_file():
         pytest.fail(f"axe-core is not installed: {AXE} (run npm ci)")
     watched_page = _watched_page_class(request.config)
-    context = browser.new_context(**DEVICES[request.param])
+    context = browser.new_context(**DEVICES[request.param], **NO_SERVICE_WORKER)
     watched = watched_page(context, site_url)
     sitemap = local_sitemap(site_url.rstrip("/") + "/", PAGES)
     # Registered after WatchedPage's catch-all route, so it takes precedence for the sitemap.
@@ -269,7 +270,7 @@ EMBEDS = sorted(d.name for d in (SITE / "embed").iterdir() if (d / "index.html")
 def device_context(browser, site_url, request):
     """One context per device for the bare embed pages (each page is a full load)."""
     watched_page = _watched_page_class(request.config)
-    context = browser.new_context(**DEVICES[request.param])
+    context = browser.new_context(**DEVICES[request.param], **NO_SERVICE_WORKER)
     watched = watched_page(context, site_url)
     watched.device = request.param
     yield watched
@@ -325,7 +326,7 @@ def test_the_checks_catch_what_they_should(page):
 
 def test_the_reader_checks_catch_what_they_should(browser, site_url):
     """A stringified object, an undefined value, a page-widening figure and a cut-off select are caught."""
-    context = browser.new_context(**DEVICES["phone"])
+    context = browser.new_context(**DEVICES["phone"], **NO_SERVICE_WORKER)
     try:
         p = context.new_page()
         p.goto(site_url + "sampling/")

@@ -4,7 +4,7 @@ Each test opens a page without model widgets, imports model.js there and drives 
 prefill logits against onnxruntime in Python, a variant split into external-data
 pieces, the tokenizer corpus, Cache Storage on the second load, download faults
 (404, corrupted, truncated, stalled) with their messages and a working retry, the
-storage-quota fallback, and cross-origin isolation with coi-serviceworker.
+storage-quota fallback, and cross-origin isolation with the site's service worker (sw.js).
 """
 
 from __future__ import annotations
@@ -331,17 +331,21 @@ def test_prompt_longer_than_the_context_is_a_message(page):
     assert f"at most {n_positions}" in error["message"] and f"{n_positions + 3} tokens" in error["message"]
 
 
-def test_service_worker_stays_idle_when_the_server_isolates(page):
-    p = open_api(page)
-    state = p.evaluate("""async () => {
-      await new Promise((r) => setTimeout(r, 300));
-      return { isolated: crossOriginIsolated, registrations: (await navigator.serviceWorker.getRegistrations()).length };
-    }""")
-    assert state == {"isolated": True, "registrations": 0}
+def test_service_worker_does_not_reload_when_the_server_isolates(sw_page):
+    """The server sends COOP/COEP itself: the site's service worker (the offline copy)
+    registers and takes the page over, without the reload a plain static host needs."""
+    navigations = []
+    sw_page.page.on("request", lambda r: navigations.append(r.url) if r.is_navigation_request() else None)
+    p = open_api(sw_page)
+    p.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)
+    state = p.evaluate("""async () => ({ isolated: crossOriginIsolated,
+      registrations: (await navigator.serviceWorker.getRegistrations()).length })""")
+    assert state == {"isolated": True, "registrations": 1}
+    assert len(navigations) == 1, navigations
 
 
 def test_service_worker_isolates_a_plain_static_host(browser):
-    """Served without COOP/COEP (like GitHub Pages), coi-serviceworker reloads the page
+    """Served without COOP/COEP (like GitHub Pages), the site's service worker reloads the page
     once and then the page is cross-origin isolated; further visits do not reload."""
     import functools
     import http.server

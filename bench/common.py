@@ -1,0 +1,44 @@
+"""What the benchmarks share: Chromium's flags, the spread of repeated measurements, and the
+facts every result file records (commit, machine load, versions)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+BROWSER_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+]
+
+
+def spread(values) -> dict:
+    """Median, smallest and largest of `values` (None ignored), rounded, and how many."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return {"median": None, "min": None, "max": None, "n": 0}
+    return {"median": round(statistics.median(values), 2), "min": round(min(values), 2), "max": round(max(values), 2), "n": len(values)}
+
+
+def git_commit() -> str | None:
+    """The checkout's commit (with "+dirty" when tracked files differ from it), or None outside git."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return commit + ("+dirty" if dirty else "")
+
+
+def machine(load_before: tuple[float, float, float]) -> dict:
+    """The machine and its load average before and now (the benchmarks compare ratios
+    measured in one run because this machine is noisy)."""
+    return {"platform": platform.platform(), "cores": os.cpu_count(), "load_average_before": list(load_before),
+            "load_average_after": list(os.getloadavg())}
