@@ -24,7 +24,7 @@ const STYLE = `
   table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; margin: 0.3em 0 0.6em; }
   th, td { text-align: left; padding: 0.2em 0.5em; border-bottom: 1px solid var(--tx-border); vertical-align: top; }
   td.num, th.num { text-align: right; white-space: nowrap; }
-  .yes { color: var(--tx-ok, #2e7d32); font-weight: 600; }
+  .yes { font-weight: 600; } /* the word says it; a green would fail contrast in the dark scheme */
   .partly, .no { color: var(--tx-muted); }
   .facts { margin: 0.3em 0; }
   .facts p { margin: 0.2em 0; }

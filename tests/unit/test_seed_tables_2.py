@@ -318,7 +318,6 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
         ("efficiency/kv-cache.md", "the 250 MB that the model's 16-bit weights", 250,
          size.weight_memory(gpt2["total"])["fp16"] / 1e6, 1.5),
         ("efficiency/kv-cache.md", r"= 98{,}304$ bytes", 98_304, size.kv_cache_bytes_per_token(24, 16, 64, "fp16"), 0),
-        ("efficiency/quantization.md", "about three times as fast as fp32", 3, 158 / 54, 0.1),
         ("efficiency/quantization.md", "about 131 GB in 16-bit numbers", 131, size.weight_memory(llama65["total"])["fp16"] / 1e9, 0.5),
         ("efficiency/quantization.md", "in int8 it needs about 65 GB", 65, size.weight_memory(llama65["total"])["int8"] / 1e9, 0.5),
         ("efficiency/quantization.md", "in int4 about 33 GB", 33, size.weight_memory(llama65["total"])["int4"] / 1e9, 0.5),
