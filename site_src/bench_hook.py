@@ -142,16 +142,20 @@ def setup_line(report: dict) -> str:
             f"onnxruntime {v['onnxruntime_python']} natively; medians with (min–max) over the rounds.*")
 
 
+PYTHON_ROWS = [  # (worker.json summary field, what it is, decimals)
+    ("cold_first_result_s", "cold start: page to first result (fresh profile), s", 2),
+    ("warm_first_result_s", "warm start: page to first result (files cached), s", 2),
+    ("round_trip_ms", "later calls: round trip, ms", 1),
+]
+
+
 def python_table(report: dict) -> str:
-    s = report["summary"]
-    return table(["", "median", "min–max", "rounds"], [
-        ["cold start: page to first result (fresh profile), s", number(s["cold_first_result_s"]["median"], 2),
-         f"{number(s['cold_first_result_s']['min'], 2)}–{number(s['cold_first_result_s']['max'], 2)}", str(s["cold_first_result_s"]["n"])],
-        ["warm start: page to first result (files cached), s", number(s["warm_first_result_s"]["median"], 2),
-         f"{number(s['warm_first_result_s']['min'], 2)}–{number(s['warm_first_result_s']['max'], 2)}", str(s["warm_first_result_s"]["n"])],
-        ["later calls: round trip, ms", number(s["round_trip_ms"]["median"], 1),
-         f"{number(s['round_trip_ms']['min'], 1)}–{number(s['round_trip_ms']['max'], 1)}", str(s["round_trip_ms"]["n"])],
-    ])
+    rows = []
+    for field, what, digits in PYTHON_ROWS:
+        spread = report["summary"][field]
+        rows.append([what, number(spread["median"], digits),
+                     f"{number(spread['min'], digits)}–{number(spread['max'], digits)}", str(spread["n"])])
+    return table(["", "median", "min–max", "rounds"], rows)
 
 
 def native_table(report: dict) -> str:

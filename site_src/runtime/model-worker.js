@@ -5,8 +5,7 @@
  *
  * Messages in:
  *   {id, type: "load", manifestUrl, backend: "webgpu"|"wasm", fallback: boolean,
- *    variant?, threads?, needs?, download?, tuning?}     (tuning: see tuning.js)
- *   {id, type: "manifest", manifestUrl}          (answers the checked manifest.json; nothing else loads)
+ *    variant?, threads?, needs?, download?, tuning?, memory?: {check, deviceGB}}   (tuning.js, memory.js)
  *   {id, type: "forward", ids, attentions?, hiddenStates?, allPositions?}
  *   {id, type: "generate", ids, options}      (streams "token" messages, then answers)
  *   {type: "stop", target}                    (ends the generation with that id)
@@ -24,7 +23,8 @@
  */
 import { vendorURL } from "./paths.js";
 import { fetchVerified } from "./download.js";
-import { isRetryable, manifestMessage } from "./errors.js";
+import { isOutOfMemory, isRetryable, manifestMessage } from "./errors.js";
+import { memoryProblem } from "./memory.js";
 import { expandWeights } from "./expand.js";
 import { missingManifestField, rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
@@ -157,7 +157,45 @@ function expandedData(index, packed, files) {
   return [...targets].map(([path, data]) => ({ path, data }));
 }
 
-async function load({ manifestUrl, backend: requested, fallback = false, variant: forced, threads: wanted, needs = [], download = {}, tuning: overrides }) {
+/** A "memory" error for `problem` (memory.js memoryProblem): its words and the variant that fits. */
+function memoryFault(problem) {
+  const err = tagged(problem.message, "memory");
+  err.fit = problem.fit;
+  return err;
+}
+
+/** memoryProblem, or null when it cannot tell (no variant for the backend: the load says so). */
+function memoryCheck(request) {
+  try {
+    return memoryProblem(request);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Load a model. With `memory.check`, the manifest's estimate (memory.js) is compared with
+ * `memory.deviceGB` before anything else is fetched, and a load whose allocation fails
+ * reports the same "memory" error (with `fit`, the smaller variant to offer).
+ */
+async function load(request) {
+  const { manifestUrl, backend: requested, fallback = false, variant, needs = [], memory = {} } = request;
+  const picked = await pickBackend(requested, fallback);
+  const manifest = await readManifest(manifestUrl);
+  const asked = { manifest, backend: picked.backend, deviceGB: memory.deviceGB ?? null, variant, needs };
+  if (memory.check && asked.deviceGB !== null) {
+    const problem = memoryCheck(asked);
+    if (problem) throw memoryFault(problem);
+  }
+  try {
+    return await loadFrom(manifest, picked, request);
+  } catch (err) {
+    const problem = isOutOfMemory(err) && memoryCheck({ ...asked, failure: String(err.message) });
+    throw problem ? memoryFault(problem) : err;
+  }
+}
+
+async function loadFrom(manifest, picked, { manifestUrl, fallback = false, variant: forced, threads: wanted, needs = [], download = {}, tuning: overrides }) {
   const started = performance.now();
   let tuning;
   try {
@@ -165,13 +203,11 @@ async function load({ manifestUrl, backend: requested, fallback = false, variant
   } catch (err) {
     throw tagged(err.message, "input");
   }
-  const picked = await pickBackend(requested, fallback);
   let { backend } = picked;
   const { shaderF16 } = picked;
   progress("runtime", "Loading onnxruntime-web…");
   const threads = threadCount(wanted);
   await importOrt(backend, threads, tuning);
-  const manifest = await readManifest(manifestUrl);
   const tokenizerFiles = [manifest.tokenizer.vocab, manifest.tokenizer.merges];
   const presentNames = [];
   for (let i = 0; i < manifest.config.n_layer; i++) presentNames.push(`present.${i}.key`, `present.${i}.value`);
@@ -470,10 +506,7 @@ async function generate({ id, ids, options = {} }) {
   };
 }
 
-/** The checked manifest alone: model.js reads it for its memory check before any "load" (memory.js). */
-const manifest = ({ manifestUrl }) => readManifest(manifestUrl);
-
-const handlers = { load, forward, generate, manifest };
+const handlers = { load, forward, generate };
 
 function transferables(result) {
   const buffers = [];
@@ -498,7 +531,10 @@ self.onmessage = async ({ data }) => {
     self.postMessage({
       id,
       // Untagged errors (e.g. onnxruntime-web's bundle not downloading) are retryable when errors.js says so.
-      error: { name: (err && err.name) || "Error", message: String((err && err.message) || err), kind: err && err.kind, retryable: isRetryable(err) },
+      error: {
+        name: (err && err.name) || "Error", message: String((err && err.message) || err), kind: err && err.kind, retryable: isRetryable(err),
+        fit: err && err.fit,
+      },
     });
   }
 };

@@ -29,7 +29,8 @@
  *   model.lost.then((err) => widget.showError(err, { retry: () => widget.update() }));
  *
  * A model too large for the device's memory (memory.js: its estimate above what a tab may
- * use, checked before anything is downloaded, or an allocation that failed while loading)
+ * use, checked by the worker from the manifest before anything else is downloaded, or an
+ * allocation that failed while loading)
  * rejects with a `ModelError` of kind "memory", not retryable, whose `offers` are
  * `[{label, accept}]`: "Load the smaller q8 model instead" (when one fits) and "Try anyway".
  * `accept()` records the reader's choice for the page; the next `loadModel` with the same
@@ -37,9 +38,9 @@
  * (widgets/base.js) turns the offers into buttons that accept and then retry.
  * @module model
  */
-import { MEMORY_OFFERS, dataFileMessage, deviceLostMessage, isOutOfMemory, workerMessage } from "./errors.js";
+import { MEMORY_OFFERS, dataFileMessage, deviceLostMessage, workerMessage } from "./errors.js";
 import { limits } from "./limits.js";
-import { chooseForMemory, deviceMemoryGB, memoryChoice, memoryProblem } from "./memory.js";
+import { chooseForMemory, deviceMemoryGB, memoryChoice } from "./memory.js";
 import { modelsURL } from "./paths.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
 import { createModuleWorker } from "./worker.js";
@@ -48,11 +49,13 @@ const loaded = new Map();
 
 /** An error from the runtime, with `kind` ("context", "missing", "mismatch", ...) and `retryable`. */
 export class ModelError extends Error {
-  constructor({ name, message, kind, retryable }) {
+  constructor({ name, message, kind, retryable, fit }) {
     super(message);
     this.name = name && name !== "Error" ? name : "ModelError";
     this.kind = kind || null;
     this.retryable = Boolean(retryable);
+    /** For kind "memory": the smaller variant that fits, or null. */
+    this.fit = fit ?? null;
   }
 }
 
@@ -344,7 +347,9 @@ export async function loadModel({
   const resolved = auto.backend;
   const name = model ? await knownModelName(model) : await defaultModelName();
   const asked = { name, backend: resolved, variant, needs };
-  variant = await memoryGuard(asked);
+  const choice = memoryChoice(asked); // after a memory error: the smaller variant, or "anyway"
+  variant = choice ? choice.variant ?? asked.variant : variant;
+  const memory = { check: !choice, deviceGB: deviceMemoryGB() };
   const key = JSON.stringify([name, resolved, variant || null, threads || null, [...needs].sort(), tuning || null]);
   let entry = loaded.get(key);
   if (entry) {
@@ -365,7 +370,7 @@ export async function loadModel({
   const { stallNoticeMs, stallTimeoutMs } = limits(download);
   entry.promise = (async () => {
     const { tokenizer: files, ...info } = await channel.call({
-      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs, tuning,
+      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs, tuning, memory,
       download: { ...download, stallNoticeMs, stallTimeoutMs },
     }).promise;
     const tokenizer = new GPT2Tokenizer(JSON.parse(files.vocab), files.merges);
@@ -373,8 +378,8 @@ export async function loadModel({
     entry.handle = new ModelHandle(channel, info, tokenizer, key);
     return entry.handle;
   })();
-  entry.promise = entry.promise.catch(async (err) => {
-    throw await asMemoryError(err, asked, variant);
+  entry.promise = entry.promise.catch((err) => {
+    throw err.kind === "memory" ? memoryError(err, asked, variant) : err;
   });
   entry.promise.catch(() => {
     channel.terminate();
@@ -385,81 +390,14 @@ export async function loadModel({
 
 // ---------------------------------------------------------------- memory (see memory.js)
 
-const checkedManifests = new Map(); // manifest URL -> Promise of the manifest, or of null
-
 /**
- * The model's manifest for the memory check, once per page, read by a model worker of its
- * own that loads nothing else (so a fault reaches the page's console once, from the load that
- * reports it). Null when it cannot be read, is incomplete or takes longer than the stall
- * limit: the check is skipped and the load's own read says what is wrong. A read that fails
- * is tried again next time.
- */
-function manifestForMemory(name) {
-  const manifestUrl = new URL(`${name}/manifest.json`, modelsURL).href;
-  if (!checkedManifests.has(manifestUrl)) {
-    const probe = workerChannel({ onProgress() {}, onNotice() {}, onBroken() {} });
-    const read = probe.call({ type: "manifest", manifestUrl }).promise.catch(() => null);
-    const timeout = new Promise((resolve) => setTimeout(resolve, limits().stallTimeoutMs, null));
-    const manifest = Promise.race([read, timeout]);
-    checkedManifests.set(manifestUrl, manifest);
-    manifest.then((m) => {
-      probe.terminate();
-      if (!m) checkedManifests.delete(manifestUrl);
-    });
-  }
-  return checkedManifests.get(manifestUrl);
-}
-
-/**
- * A "memory" ModelError for `problem` (memoryProblem), with the offers that record the
- * reader's choice for the request `asked`: the smaller variant, or `tried` (the variant that
- * did not fit; undefined: the default) unchecked.
+ * The "memory" error the worker answered (`message`, and `fit`: the smaller variant, or null),
+ * with the offers that record the reader's choice for the request `asked`: the smaller
+ * variant, or `tried` (the variant that did not fit; undefined: the default) unchecked.
  */
 function memoryError(problem, asked, tried = asked.variant) {
   const err = new ModelError({ message: problem.message, kind: "memory", retryable: false });
   err.offers = [{ label: MEMORY_OFFERS.anyway, accept: () => chooseForMemory(asked, { variant: tried, anyway: true }) }];
   if (problem.fit) err.offers.unshift({ label: MEMORY_OFFERS.smaller(problem.fit), accept: () => chooseForMemory(asked, { variant: problem.fit }) });
-  return err;
-}
-
-/**
- * The variant to load for `asked`: the reader's earlier choice, else the requested one when
- * its estimate fits the device (or the device reports no figure). Nothing but the manifest is
- * fetched. Throws a "memory" ModelError when it does not fit.
- * @param {{name: string, backend: "webgpu"|"wasm", variant?: string, needs: string[]}} asked
- * @returns {Promise<string|undefined>}
- */
-async function memoryGuard(asked) {
-  const choice = memoryChoice(asked);
-  if (choice) return choice.variant ?? asked.variant;
-  const deviceGB = deviceMemoryGB();
-  if (deviceGB === null) return asked.variant;
-  const manifest = await manifestForMemory(asked.name);
-  if (!manifest) return asked.variant;
-  let problem = null;
-  try {
-    problem = memoryProblem({ manifest, deviceGB, ...asked });
-  } catch {
-    return asked.variant; // no variant for this backend: the worker says so
-  }
-  if (problem) throw memoryError(problem, asked);
-  return asked.variant;
-}
-
-/**
- * A failed load's error, or, when it is an allocation failure, the "memory" ModelError for it.
- * @param {unknown} err what the load rejected with
- * @param {object} asked the request (as for `memoryGuard`)
- * @param {string} [variant] the variant that was loading (undefined: the default)
- */
-async function asMemoryError(err, asked, variant) {
-  if (!isOutOfMemory(err)) return err;
-  const manifest = await manifestForMemory(asked.name);
-  if (!manifest) return err;
-  try {
-    return memoryError(memoryProblem({ manifest, deviceGB: deviceMemoryGB(), ...asked, variant, failure: String(err.message) }), asked, variant);
-  } catch {
-    // no variant for this backend: keep the worker's error
-  }
   return err;
 }

@@ -91,3 +91,18 @@ def test_site_rows_were_measured_with_the_shipped_settings(name):
     tuning = shipped_tuning()
     for r in site:
         assert r["browser"]["tuning"] == tuning, f"{name}: measured with {r['browser']['tuning']}, the site ships {tuning}"
+
+
+def test_python_and_prefill_tables_are_the_json_medians():
+    worker = json.loads((RESULTS / "worker.json").read_text())
+    body = bench_hook.python_table(worker).splitlines()[2:]
+    for line, (field, _, digits) in zip(body, bench_hook.PYTHON_ROWS):
+        assert line.split("|")[2].strip() == f"{worker['summary'][field]['median']:,.{digits}f}"
+    browser = json.loads((RESULTS / "browser.json").read_text())
+    site = [r for r in browser["summary"] if r.get("tuning") == "site" and "error" not in r]
+    rows = bench_hook.prefill_table(browser).splitlines()[2:]
+    assert len(rows) == len(site)
+    for line, row in zip(rows, site):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[2].split(" ")[0] == f"{row['prefill_128_ms']['median']:,.0f}"
+        assert cells[4] == f"{row['prefill_128_over_native']:.2f}"
