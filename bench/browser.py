@@ -408,6 +408,7 @@ def summary(results: list[dict], native_fp32: dict[int, list[float]]) -> list[di
             "native_same_graph_tok_s": native["median"], "native_same_graph_tok_s_spread": native,
             "warm_over_native_same_graph": round(warm["median"] / native["median"], 2),
             "native_fp32_tok_s": round(fp32, 1) if fp32 else None,
+            "warm_over_native_fp32": round(warm["median"] / fp32, 2) if fp32 else None,
             "decode_first_generation_tok_s": first["median"], "decode_first_generation_tok_s_spread": first,
             "first_generation_over_warm": round(first["median"] / warm["median"], 2),
             "first_token_after_cold_load_s": spread(x["first_token_after_cold_load_ms"] / 1000 for x in b),

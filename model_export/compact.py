@@ -119,6 +119,32 @@ def quantized_names(proto: onnx.ModelProto, block: int = BLOCK_SIZE) -> set[str]
     return names
 
 
+class TargetLayout:
+    """Expanded files being laid out: each tensor at a 16-byte aligned offset of one target, a new
+    target when the next tensor would take the current one past ``limit`` bytes."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.sizes: list[int] = []
+
+    def place(self, size: int) -> tuple[int, int]:
+        """Room for ``size`` bytes: (target index, offset)."""
+        last = self.sizes[-1] if self.sizes else None
+        if last is None or last and last + (-last % ALIGN) + size > self.limit:
+            self.sizes.append(0)
+        offset = self.sizes[-1] + (-self.sizes[-1] % ALIGN)
+        self.sizes[-1] = offset + size
+        return len(self.sizes) - 1, offset
+
+
+def externalize(tensor: onnx.TensorProto, target: int, offset: int, length: int) -> None:
+    """Points an initializer at ``length`` bytes of target file ``target`` and drops its data."""
+    external_data_helper.set_external_data(tensor, location=target_name(target), offset=offset, length=length)
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
+        tensor.ClearField(field)
+
+
 @dataclass
 class _Pieces:
     """Packed pieces being written, at most ``limit`` bytes each."""
@@ -186,7 +212,7 @@ def write_compact(
     proto = onnx.ModelProto()
     proto.CopyFrom(reference)
     four_bit = quantized_names(proto, block)
-    targets: list[int] = []
+    targets = TargetLayout(target_bytes)
     chunks: list[dict] = []
     pieces = _Pieces(directory, piece_bytes)
     try:
@@ -194,14 +220,12 @@ def write_compact(
             size = tensor_bytes(tensor)
             if size < SMALL_TENSOR_BYTES:
                 continue
-            if not targets or targets[-1] and targets[-1] + (-targets[-1] % ALIGN) + size > target_bytes:
-                targets.append(0)
-            offset = targets[-1] + (-targets[-1] % ALIGN)
+            target, offset = targets.place(size)
             array = numpy_helper.to_array(tensor).reshape(-1)
             quantized = tensor.name in four_bit
             for start, count in _chunks(array, quantized, piece_bytes, block):
                 part = array[start : start + count]
-                chunk = {"tensor": tensor.name, "target": len(targets) - 1, "offset": offset + start * array.itemsize}
+                chunk = {"tensor": tensor.name, "target": target, "offset": offset + start * array.itemsize}
                 if quantized:
                     packed, scales = quantize_blocks(part, block)
                     data = packed.tobytes() + scales.astype("<f2").tobytes()
@@ -211,11 +235,7 @@ def write_compact(
                     chunk |= {"encoding": "raw"}
                 piece, source = pieces.add(data)
                 chunks.append(chunk | {"piece": piece, "start": source, "bytes": len(data)})
-            external_data_helper.set_external_data(tensor, location=target_name(len(targets) - 1), offset=offset, length=size)
-            tensor.data_location = onnx.TensorProto.EXTERNAL
-            for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data", "uint64_data"):
-                tensor.ClearField(field)
-            targets[-1] = offset + size
+            externalize(tensor, target, offset, size)
     finally:
         pieces.close()
     graph_path = directory / GRAPH_FILE
@@ -224,7 +244,7 @@ def write_compact(
         "format": FORMAT,
         "block": block,
         "pieces": [p.name for p in pieces.files],
-        "targets": [{"name": target_name(i), "bytes": n} for i, n in enumerate(targets)],
+        "targets": [{"name": target_name(i), "bytes": n} for i, n in enumerate(targets.sizes)],
         "chunks": chunks,
     }
     index_path = directory / INDEX_FILE
@@ -235,18 +255,32 @@ def write_compact(
 # ---------------------------------------------------------------- reading
 
 
-def read_index(directory: str | Path) -> dict:
-    """The ``expand.json`` of a ``q4x`` directory."""
+def read_index(directory: str | Path, formats: tuple[str, ...] = (FORMAT,)) -> dict:
+    """The ``expand.json`` of a compact directory, if its format is one of ``formats``."""
     index = json.loads((Path(directory) / INDEX_FILE).read_text(encoding="utf-8"))
-    if index.get("format") != FORMAT:
-        raise ValueError(f"{directory}/{INDEX_FILE}: format {index.get('format')!r}, expected {FORMAT!r}")
+    if index.get("format") not in formats:
+        raise ValueError(f"{directory}/{INDEX_FILE}: format {index.get('format')!r}, expected {' or '.join(formats)}")
     return index
+
+
+def _requant_index(directory: Path) -> dict | None:
+    """The index of a ``q8x`` directory (``requant.py``), or None for a ``q4x`` one."""
+    from . import requant
+
+    index = read_index(directory, (FORMAT, requant.FORMAT))
+    return index if index["format"] == requant.FORMAT else None
 
 
 def index_problems(directory: str | Path, piece_bytes: int = PIECE_BYTES) -> list[str]:
     """Breaks of the index's contract: chunks outside their piece or target, overlapping chunks,
     pieces over ``piece_bytes``, or a graph that refers to other files than the targets."""
     directory = Path(directory)
+    requantized = _requant_index(directory)
+    if requantized is not None:
+        from . import requant
+
+        problems = requant.index_problems(directory, requantized, piece_bytes)
+        return problems + _location_problems(directory, requantized)
     index = read_index(directory)
     block = index["block"]
     problems = []
@@ -267,18 +301,26 @@ def index_problems(directory: str | Path, piece_bytes: int = PIECE_BYTES) -> lis
         spans.sort()
         if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
             problems.append(f"{target['name']}: chunks overlap")
+    return problems + _location_problems(directory, index)
+
+
+def _location_problems(directory: Path, index: dict) -> list[str]:
+    """The graph must refer to exactly the targets the index builds."""
     from .package import external_locations
 
     locations = external_locations(directory / GRAPH_FILE)
     names = {t["name"] for t in index["targets"]}
-    if locations != names:
-        problems.append(f"graph refers to {sorted(locations)}, the index builds {sorted(names)}")
-    return problems
+    return [] if locations == names else [f"graph refers to {sorted(locations)}, the index builds {sorted(names)}"]
 
 
 def expand_targets(directory: str | Path) -> dict[str, bytes]:
     """Builds every target file's bytes from the packed pieces, as the browser does."""
     directory = Path(directory)
+    requantized = _requant_index(directory)
+    if requantized is not None:
+        from . import requant
+
+        return requant.expand_targets(directory, requantized)
     index = read_index(directory)
     block = index["block"]
     pieces = [np.fromfile(directory / name, np.uint8) for name in index["pieces"]]

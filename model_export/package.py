@@ -38,8 +38,9 @@ PIECE_BYTES = 40_000_000
 INLINE_BYTES = 5_000_000
 SMALL_TENSOR_BYTES = 1024  # shape constants and the like stay inside the graph
 # Per backend, the variants to make the default, best first (measured by bench/browser.py: on
-# WASM q4x decodes at fp32's speed from a 4-bit download; q8 is next; q4 is several times slower).
-DEFAULT_VARIANTS = {"webgpu": ("q4", "fp16", "q4x", "q8"), "wasm": ("q4x", "q8", "q4", "fp16")}
+# WASM q8x decodes as fast as q4x from the same 4-bit download, pre-fills faster and holds about
+# half the memory; q4x is next; q8 downloads twice as much; q4 is several times slower).
+DEFAULT_VARIANTS = {"webgpu": ("q4", "fp16", "q4x", "q8"), "wasm": ("q8x", "q4x", "q8", "q4", "fp16")}
 INDEX_FILE = "expand.json"  # compact variants (see compact.py): how to build the data pieces
 PACKED_PREFIX = "packed."
 
@@ -152,7 +153,7 @@ def save_variant(
 
 def file_entry(path: str | Path, root: str | Path, role: str | None = None) -> dict:
     """``{"path", "bytes", "sha256"[, "role"]}`` of a file, its path relative to ``root`` with ``/``."""
-    path, root = Path(path), Path(root)
+    path, root = Path(os.path.normpath(path)), Path(os.path.normpath(root))
     entry = {"path": path.relative_to(root).as_posix(), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
     if role:
         entry["role"] = role
@@ -167,8 +168,9 @@ def variant_files(directory: str | Path) -> list[Path]:
     """A variant directory's files in load order: the graph, then the pieces by number (for a
     compact variant: the graph, its index, then its packed pieces)."""
     directory = Path(directory)
-    if (directory / INDEX_FILE).is_file():
-        return [directory / GRAPH_FILE, directory / INDEX_FILE, *_numbered(directory, PACKED_PREFIX)]
+    if (directory / INDEX_FILE).is_file():  # the pieces the index names (a q8x one names q4x's)
+        pieces = json.loads((directory / INDEX_FILE).read_text(encoding="utf-8"))["pieces"]
+        return [directory / GRAPH_FILE, directory / INDEX_FILE, *(Path(os.path.normpath(directory / p)) for p in pieces)]
     return [directory / GRAPH_FILE, *_numbered(directory, f"{GRAPH_FILE}.data.")]
 
 

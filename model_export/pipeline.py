@@ -13,8 +13,9 @@ Layout of a build directory (everything but ``.build/`` is what the site serves)
     vocab.json  merges.txt  TOKENIZER_NOTICE.txt
     q4/model.onnx  q4/model.onnx.data.0 ...     (and q8/, fp16/)
     q4x/model.onnx  q4x/expand.json  q4x/packed.0 ...   (4-bit download, fp32 compute)
+    q8x/model.onnx  q8x/expand.json   (int8 compute from the q4x pieces: no pieces of its own)
     .build/reference.onnx     the fp32 graph, the reference for every comparison (not shipped)
-    .build/q4x-expanded.onnx  q4x expanded as the browser expands it (validation, reports)
+    .build/q4x-expanded.onnx  q4x expanded as the browser expands it (validation, reports; also q8x)
     .build/record.json        what each stage did: provenance, times, validation rows, speeds
 
 The site build skips dot-directories, so the reference (500 MB for GPT-2 small) never reaches
@@ -198,6 +199,7 @@ def run_quantize(
     import onnx
 
     from .compact import write_compact
+    from .requant import SOURCE_VARIANT, write_requant
     from .quantize import QuantizeResult, operator_counts, quantize_variant
 
     record = build.record()
@@ -210,6 +212,15 @@ def run_quantize(
         if name == "q4x":  # no new graph: the fp32 one, its weights packed (compact.py)
             files = write_compact(reference, build.variant_dir(name), piece_bytes)
             proto, result = None, QuantizeResult(name, time.perf_counter() - start, operator_counts(reference))
+            save_s = 0.0
+        elif name == "q8x":  # an int8 graph over q4x's pieces (requant.py)
+            if not (build.variant_dir(SOURCE_VARIANT) / package.INDEX_FILE).is_file():
+                raise StageError(f"q8x is built from the {SOURCE_VARIANT} pieces; quantize {SOURCE_VARIANT} first "
+                                 f"(--variants {SOURCE_VARIANT},q8x)")
+            graph = write_requant(reference, build.variant_dir(SOURCE_VARIANT), build.variant_dir(name))[0]
+            files = package.variant_files(build.variant_dir(name))  # its download: graph, index, q4x's pieces
+            proto = onnx.load(str(graph), load_external_data=False)
+            result = QuantizeResult(name, time.perf_counter() - start, operator_counts(proto))
             save_s = 0.0
         else:
             proto, result = quantize_variant(reference, name)

@@ -13,6 +13,9 @@ q4       4-bit weights in blocks of 32 with one scale   MatMulNBits (the token  
 q4x      the fp32 graph; its weights shipped as 4-bit   the same as fp32             WASM
          blocks that the browser expands before it
          creates the session (``compact.py``)
+q8x      int8 weights, one scale per output channel,   DynamicQuantizeLinear,       WASM
+         built in the browser from q4x's pieces (no     MatMulInteger, Gather+Cast+
+         download of its own: ``requant.py``)           Mul
 =======  =============================================  ===========================  ================
 
 Inputs and outputs stay float32 in every variant (fp16 casts at the graph's edges), so browser
@@ -59,6 +62,7 @@ VARIANTS: dict[str, VariantSpec] = {
     spec.name: spec
     for spec in [
         VariantSpec("q4x", "int4", ("wasm",), "4-bit download, expanded to float32 in the browser (compact.py)"),
+        VariantSpec("q8x", "int8", ("wasm",), "q4x's 4-bit download, requantized to int8 in the browser (requant.py)"),
         VariantSpec("q4", "int4", ("webgpu", "wasm"), "4-bit weights, blocks of 32 (MatMulNBits)"),
         VariantSpec("q8", "int8", ("wasm",), "8-bit weights, dynamic activation quantization (MatMulInteger)"),
         VariantSpec("fp16", "float16", ("webgpu",), "half precision; needs WebGPU's shader-f16"),

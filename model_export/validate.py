@@ -98,12 +98,14 @@ class Tolerances:
                 "q8": VariantTolerance(kl=5e-3, top1=0.5, top5=0.5, ppl_ratio=1.01, cache_kl=5e-3),
                 "q4": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
                 "q4x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
+                "q8x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
             })
         return cls(hf=1e-3, ort=1e-3, top1=0.99, tokens=0, variants={
             "fp16": VariantTolerance(kl=2e-3, top1=0.97, top5=0.95, ppl_ratio=1.01, cache_kl=2e-3),
             "q8": VariantTolerance(kl=0.1, top1=0.8, top5=0.8, ppl_ratio=1.1, cache_kl=0.05),
             "q4": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
             "q4x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
+            "q8x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
         })
 
     def override(self, key: str, value: float) -> Tolerances:

@@ -92,16 +92,19 @@ def decode_table(report: dict) -> str:
     rows = []
     for r in report["summary"]:
         if "error" in r:
-            rows.append([label(r, report), str(r["threads"]), "–", f"failed: {r['error']}", "", "", "", "", ""])
+            rows.append([label(r, report), str(r["threads"]), "–", f"failed: {r['error']}", "", "", "", "", "", "", ""])
             continue
+        fp32 = r.get("native_fp32_tok_s")  # native fp32 on the same threads, same rounds
         rows.append([
             label(r, report), str(r["threads"]), f"{number(r['download_mb'], 0)} MB", ranged(r["decode_warm_tok_s_spread"]),
             ranged(r["native_same_graph_tok_s_spread"]), number(r["warm_over_native_same_graph"], 2),
+            number(fp32) if fp32 else "–", number(r["decode_warm_tok_s"] / fp32, 2) if fp32 else "–",
             number(r["first_generation_over_warm"], 2), ranged(r["first_token_after_cold_load_s"], 2),
             ranged(r["peak_browser_memory_mb"], 0),
         ])
     return table(["form, settings", "threads", "download", "browser tok/s (warm)", "native tok/s, same graph",
-                  "browser / native", "first generation / warm", "first token after cold load, s", "peak memory, MB"], rows)
+                  "browser / native", "native fp32 tok/s", "browser / native fp32", "first generation / warm",
+                  "first token after cold load, s", "peak memory, MB"], rows)
 
 
 def prefill_table(report: dict) -> str:

@@ -22,7 +22,7 @@ export const FORMAT = "tx-compact-1";
 let halfTable = null;
 
 /** Float32 value of every float16 bit pattern (256 KB, built once). */
-function halfToFloatTable() {
+export function halfToFloatTable() {
   if (halfTable) return halfTable;
   halfTable = new Float32Array(65536);
   for (let h = 0; h < 65536; h++) {
@@ -46,6 +46,16 @@ function halfToFloatTable() {
  */
 export function checkIndex(index, pieces) {
   if (!index || index.format !== FORMAT) throw new Error(`The weight index has format ${index && index.format}, expected ${FORMAT}.`);
+  checkChunks(index, pieces);
+}
+
+/**
+ * Check an index's block size, piece count and chunks (the part every compact format shares).
+ * @param {object} index the parsed index
+ * @param {Uint8Array[]} pieces the packed files, in `index.pieces` order
+ * @throws {Error} naming the first problem
+ */
+export function checkChunks(index, pieces) {
   const { block } = index;
   if (!Number.isInteger(block) || block < 2 || block % 2) throw new Error(`The weight index has a bad block size ${block}.`);
   if (pieces.length !== index.pieces.length) throw new Error(`The weight index names ${index.pieces.length} packed files; ${pieces.length} arrived.`);

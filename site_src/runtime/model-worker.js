@@ -26,6 +26,7 @@ import { fetchVerified } from "./download.js";
 import { isOutOfMemory, isRetryable, manifestMessage } from "./errors.js";
 import { memoryProblem } from "./memory.js";
 import { expandWeights } from "./expand.js";
+import { REQUANT_FORMAT, requantWeights } from "./requant.js";
 import { missingManifestField, rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
@@ -138,7 +139,7 @@ async function watchDevice() {
   device?.lost?.then((info) => self.postMessage({ type: "lost", reason: (info && (info.message || info.reason)) || "" }));
 }
 
-/** The float32 external-data pieces of a compact variant, built from its packed files. */
+/** The external-data pieces of a compact variant (float32 for q4x, int8 for q8x), built from its packed files. */
 function expandedData(index, packed, files) {
   let parsed;
   try {
@@ -146,10 +147,11 @@ function expandedData(index, packed, files) {
   } catch (err) {
     throw tagged(`The weight index ${index.path} is not valid JSON: ${err.message}`, "session");
   }
-  progress("expand", "Expanding the 4-bit weights to float32…", { loaded: 0, total: 1 });
+  const int8 = parsed && parsed.format === REQUANT_FORMAT; // q8x: int8 codes (requant.js); q4x: float32 (expand.js)
+  progress("expand", int8 ? "Turning the 4-bit weights into int8…" : "Expanding the 4-bit weights to float32…", { loaded: 0, total: 1 });
   let targets;
   try {
-    targets = expandWeights(parsed, packed.map((f) => files.get(f.path)));
+    targets = (int8 ? requantWeights : expandWeights)(parsed, packed.map((f) => files.get(f.path)));
   } catch (err) {
     throw tagged(`The compact weights could not be expanded: ${err.message}`, "session");
   }
@@ -309,21 +311,37 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
   };
 }
 
+/** Requests the page has sent (a warm-up stops at the first one that arrives after it began). */
+let requestCount = 0;
+
+/** Prompt length of the warm-up's prefill: a short prompt's, as a reader's first one. */
+const WARMUP_PROMPT = 32;
+
 /**
- * Run `steps` single-token steps on the new session, queued before any request, so that the
- * browser compiles the hot decode code while the reader is still reading (the first
- * generation after loading is otherwise slower than later ones). Failures are ignored: the
- * reader's own request reports any real fault.
+ * Warm the new session up while the reader is still reading, so that the browser compiles the
+ * hot code and onnxruntime's arena holds buffers of a generation's sizes (the first generation
+ * after loading is otherwise slower than later ones): a prefill of WARMUP_PROMPT tokens, then
+ * `steps` single-token steps. Each is queued on its own, and the warm-up ends as soon as the
+ * page sends any request, so a reader who presses Generate at once waits for one step at most.
+ * Failures are ignored: the reader's own request reports any real fault.
  */
 function warmUp(steps) {
-  const ids = [model.config.eos_token_id];
-  exclusive(async () => {
-    let out = await model.session.run(feedsFor(ids, 0, null), ["logits", ...model.presentNames]);
-    for (let n = 1; n <= steps && n < model.config.n_positions; n++) {
-      const past = model.presentNames.map((name) => out[name]);
-      out = await model.session.run(feedsFor(ids, n, past), ["logits", ...model.presentNames]);
-    }
-  }).catch(() => {});
+  const { config, session, presentNames } = model;
+  const since = requestCount;
+  const prompt = Math.min(WARMUP_PROMPT, Math.floor(config.n_positions / 2));
+  let past = null;
+  let position = 0;
+  const step = () => exclusive(async () => {
+    if (requestCount !== since || model?.session !== session) return false;
+    const ids = new Array(position === 0 ? prompt : 1).fill(config.eos_token_id);
+    const out = await session.run(feedsFor(ids, position, past), ["logits", ...presentNames]);
+    past = presentNames.map((name) => out[name]);
+    position += ids.length;
+    return position < prompt + steps && position < config.n_positions;
+  });
+  (async () => {
+    while (await step()) await yieldToEvents();
+  })().catch(() => {});
 }
 
 function requireModel() {
@@ -521,6 +539,7 @@ self.onmessage = async ({ data }) => {
     stopped.add(data.target);
     return;
   }
+  requestCount++;
   const { id, type } = data;
   try {
     const handler = handlers[type];

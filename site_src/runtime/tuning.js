@@ -31,8 +31,9 @@
  *   quantized-operator fusions, and then dequantizes at every run). No effect on a graph
  *   without them.
  * @property {number} warmupSteps single-token steps the worker runs right after the session
- *   is ready (after answering "ready", in the queue before any request), so that the
- *   browser has compiled the decode kernels' hot code before the reader's first generation.
+ *   is ready, after a prefill of a short prompt, so that the browser has compiled the kernels'
+ *   hot code before the reader's first generation; the warm-up stops at the page's first
+ *   request, so it never delays one by more than a step (model-worker.js warmUp).
  */
 
 /** @type {Readonly<Tuning>} */
@@ -44,7 +45,7 @@ export const TUNING = Object.freeze({
   wasmBundle: "wasm",
   memArena: true,
   foldDequantize: true,
-  warmupSteps: 16,
+  warmupSteps: 64,
 });
 
 const CHOICES = {

@@ -21,13 +21,14 @@
 /**
  * Preference when the manifest names no default (or its default does not fit).
  * WebGPU: 4-bit weights are the usual format there; fp16 needs the `shader-f16` feature.
- * WASM: q4x first: a 4-bit download (like q4) that runs at fp32's speed, because
- * onnxruntime-web's 4-bit and 8-bit matrix products are slower than its float32 one in
- * WebAssembly (bench/browser.py has the numbers); then q8, fp32, q4.
+ * WASM: q8x first: q4x's 4-bit download turned into int8 weights in the browser, which
+ * decode as fast as q4x's float32 ones, pre-fill faster and take half the memory; then q4x
+ * (the same download, expanded to float32), q8, fp32, and q4 last, because onnxruntime-web's
+ * 4-bit matrix product is several times slower in WebAssembly (bench/browser.py has the numbers).
  */
 export const PREFERENCE = {
   webgpu: ["q4", "fp16", "fp32", "q8"],
-  wasm: ["q4x", "q8", "fp32", "q4", "fp16"],
+  wasm: ["q8x", "q4x", "q8", "fp32", "q4", "fp16"],
 };
 
 /** Output-name prefixes of the optional graph outputs. */
@@ -142,25 +143,28 @@ export function missingManifestField(manifest) {
  * small's shape, 124.4 M weights, WASM, Chromium, 2 threads; whole browser, load plus
  * generation and prefill up to 512 tokens): q4x and fp32 peak at about 1.95 GB (q4x downloads
  * 4-bit weights but expands them to float32, and the expanded copy, onnxruntime's copy in the
- * WebAssembly heap and its prepacked matrices overlap while the session is created), q8 at
- * about 0.83 GB and q4 at about 0.73 GB. Less `runtimeBytes`, that is about 13.5, 4.5 and 3.6
- * bytes per weight. fp16 (WebGPU only, not measured) keeps the earlier figure of 6. When a
- * change to the load moves a peak, re-run the benchmark and change the figure here.
+ * WebAssembly heap and its prepacked matrices overlap while the session is created), q8x at
+ * about 1.08 GB (its int8 weights are built in the worker while the 4-bit pieces are still
+ * held), q8 at about 0.83 GB and q4 at about 0.73 GB. Less `runtimeBytes`, that is about 13.5,
+ * 6.4, 4.5 and 3.6 bytes per weight. fp16 (WebGPU only, not measured) keeps the earlier figure
+ * of 6. When a change to the load moves a peak, re-run the benchmark and change the figure here.
  *
  * `runtimeBytes` is what the tab holds whatever the model: onnxruntime-web's WebAssembly
  * module and heap, the worker, the tokenizer, so a model as small as the test site's `tiny`
  * still needs about 0.3 GB.
  *
  * The KV cache counts at its largest, every layer's keys and values for all `n_positions`
- * positions, and about six times over: each decoding step copies the whole cache into the
- * session as an input and back out as an output, and the page's copies of earlier steps
- * wait for the garbage collector. Measured: decoding after 1,000 cached positions raised
- * q4x's peak by about 0.4 GB over the short generations, six times the 75 MB cache.
+ * positions, and about eleven times over: each decoding step copies the whole cache into the
+ * session's WebAssembly heap as an input and back out as an output, the heap keeps the room
+ * it grew to, and the page's copies of earlier steps wait for the garbage collector.
+ * Measured: decoding after 1,000 cached positions raised q8x's peak by about 0.9 GB over the
+ * short generations, about eleven times the 74 MB cache (q4x's rose by 0.46 GB, because the
+ * float32 copies it frees after creating the session leave room in the heap).
  */
 export const MEMORY = Object.freeze({
-  peakBytesPerParameter: Object.freeze({ float32: 13.5, float16: 6, int8: 4.5, int4: 3.6 }),
+  peakBytesPerParameter: Object.freeze({ float32: 13.5, float16: 6, int8FromInt4: 6.4, int8: 4.5, int4: 3.6 }),
   runtimeBytes: 280e6,
-  kvBytesPerValue: 4 * 6, // float32, about six copies at the peak
+  kvBytesPerValue: 4 * 11, // float32, about eleven copies at the peak
 });
 
 /**
@@ -175,9 +179,13 @@ export function parameterCount({ n_layer, n_embd: d, n_positions, vocab_size }) 
   return vocab_size * d + n_positions * d + n_layer * perLayer + 2 * d;
 }
 
-/** The precision a variant's session holds its weights in: a compact variant is expanded to float32. */
-export function heldPrecision(variant) {
-  if (variant.files.some((f) => f.role === "index")) return "float32";
+/**
+ * Which `MEMORY.peakBytesPerParameter` figure a variant's load follows: the precision its
+ * session holds the weights in (q4x's are expanded to float32), and for q8x, whose int8
+ * weights are built in the worker from 4-bit pieces, `int8FromInt4`.
+ */
+export function memoryKey(variant) {
+  if (variant.files.some((f) => f.role === "index")) return variant.dtype === "int8" ? "int8FromInt4" : "float32";
   return variant.dtype in MEMORY.peakBytesPerParameter ? variant.dtype : "float32";
 }
 
@@ -190,7 +198,7 @@ export function heldPrecision(variant) {
  */
 export function peakMemoryBytes(manifest, variant) {
   const { config } = manifest;
-  const weights = parameterCount(config) * MEMORY.peakBytesPerParameter[heldPrecision(variant)];
+  const weights = parameterCount(config) * MEMORY.peakBytesPerParameter[memoryKey(variant)];
   const kvCache = 2 * config.n_layer * config.n_positions * config.n_embd * MEMORY.kvBytesPerValue;
   return weights + kvCache + MEMORY.runtimeBytes;
 }

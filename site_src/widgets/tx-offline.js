@@ -171,7 +171,9 @@ class TxOffline extends TxElement {
       const complete = manifest.variants.filter((v) => [...v.files, ...tokenizer].every((f) => stored.has(key(f))));
       const smallest = Math.min(...manifest.variants.map((v) => v.bytes));
       row.label = `Model weights (“${escapeHtml(manifest.name)}”)`;
-      row.total = complete.length ? complete.reduce((s, v) => s + v.bytes, 0) : smallest;
+      // Variants may share files (q8x is built from q4x's pieces): count each file once.
+      const sizes = new Map(complete.flatMap((v) => v.files.map((f) => [f.path, f.bytes])));
+      row.total = complete.length ? [...sizes.values()].reduce((s, n) => s + n, 0) : smallest;
       row.offline = complete.length ? "yes" : stored.size ? "partly" : "no";
       row.text = complete.length ? `Yes: ${complete.map((v) => v.name).join(", ")}`
         : stored.size ? "Partly: no variant complete" : "No";

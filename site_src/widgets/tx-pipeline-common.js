@@ -245,12 +245,16 @@ export async function scanRows(model, role, fn, band = 1024) {
 
 /**
  * How the figures' weights relate to the model's, as a phrase: "the model's own q4x weights
- * (…)", or, when the browser runs another variant, which one and what reading q4x costs.
+ * (…)", the same 4-bit files when the model was built from them (q8x), or, when the browser
+ * runs another variant, which one and what reading q4x costs.
  */
 export async function weightsPhrase(model) {
   const { variant, packed } = await weightSource(model);
   if (model.info.variant === variant) {
     return `the model's own ${variant} weights (expanded on this page from the 4-bit files it downloaded: the same float32 numbers its session computes with)`;
+  }
+  if (packed.sharedBy.includes(model.info.variant)) {
+    return `the ${variant} weights, expanded on this page from the very 4-bit files this browser's ${escapeHtml(model.info.variant)} model was built from (that model computes with them rounded once more, to 8 bits, and with its inputs rounded to 8 bits at each matrix product, so the difference includes that rounding)`;
   }
   const mb = (packed.packed.reduce((sum, f) => sum + f.bytes, 0) / 1e6).toFixed(1);
   return `the ${variant} weights (this browser runs the ${escapeHtml(model.info.variant)} weights; the ${variant} files, ${mb} MB, are downloaded once for these figures, so the difference includes the two formats' rounding)`;

@@ -12,8 +12,8 @@ a pipeline stage page, on a 375 px phone viewport:
     (no variant file, no onnxruntime file); (b) the message names the device's figure, the
     budget, the default variant's need and the smaller variant's; (c) "Load the smaller …
     instead" loads that variant and the widget works; (d) "Try anyway" loads the default;
-    (e) an allocation that fails while loading (expand.js, which builds q4x's float32
-    weights in the worker, served so that it throws Chromium's RangeError) gives the same
+    (e) an allocation that fails while loading (requant.js or expand.js, which build q8x's int8
+    or q4x's float32 weights in the worker, served so that it throws Chromium's RangeError) gives the same
     message and offers; (f) nothing sticks out sideways at 375 px. Screenshots at 375 and
     1280 px go to build/screenshots/memory-guard/ (not committed).
 """
@@ -39,6 +39,8 @@ RUNTIME = SITE / "assets" / "tx" / "runtime"
 GENERATE = ("generate/", "tx-generate")
 STAGE = ("pipeline/06-logits/", "tx-stage-logits")
 MESSAGE_WITHIN_MS = 20_000
+# Per compact variant, the module and function that build its weights in the worker.
+BUILDERS = {"q8x": ("requant.js", "requantWeights"), "q4x": ("expand.js", "expandWeights")}
 READY_WITHIN_MS = 120_000
 
 
@@ -57,7 +59,8 @@ def estimate(m: dict, variant: dict, c: dict) -> float:
     cfg = m["config"]
     L, d, P, V = cfg["n_layer"], cfg["n_embd"], cfg["n_positions"], cfg["vocab_size"]
     weights = V * d + P * d + L * (12 * d * d + 13 * d) + 2 * d
-    held = "float32" if any(f.get("role") == "index" for f in variant["files"]) else variant["dtype"]
+    compact = any(f.get("role") == "index" for f in variant["files"])  # q4x: float32, q8x: int8 built from 4 bits
+    held = ("int8FromInt4" if variant["dtype"] == "int8" else "float32") if compact else variant["dtype"]
     kv = 2 * L * P * d * c["MEMORY"]["kvBytesPerValue"]
     return weights * c["MEMORY"]["peakBytesPerParameter"][held] + kv + c["MEMORY"]["runtimeBytes"]
 
@@ -221,13 +224,14 @@ def test_nothing_fits_offers_only_try_anyway(page, plan, constants):
 def test_failed_allocation_gives_the_memory_message(page, plan):
     """Room enough by the estimate, but the worker's allocation fails: the same message and offers."""
     path, tag = GENERATE
-    assert plan["default"] == "q4x", "the simulated failure is in q4x's expansion (expand.js)"
-    # expand.js as served, but its expandWeights (the worker's float32 allocation) fails as Chromium's does.
-    real = (RUNTIME / "expand.js").read_text()
-    assert "export function expandWeights(" in real
-    failing = real.replace("export function expandWeights(", "function unusedExpandWeights(") + (
-        "\nexport function expandWeights() { throw new RangeError('Array buffer allocation failed'); }\n")
-    page.page.route(re.compile(r".*/runtime/expand\.js(\?.*)?$"),
+    # The module that builds the default variant's weights in the worker, as served, but its
+    # builder (the worker's large allocation) fails as Chromium's does.
+    module, builder = BUILDERS[plan["default"]]
+    real = (RUNTIME / module).read_text()
+    assert f"export function {builder}(" in real
+    failing = real.replace(f"export function {builder}(", "function unusedBuilder(") + (
+        f"\nexport function {builder}() {{ throw new RangeError('Array buffer allocation failed'); }}\n")
+    page.page.route(re.compile(rf".*/runtime/{re.escape(module)}(\?.*)?$"),
                     lambda route: route.fulfill(status=200, body=failing, headers={"content-type": "text/javascript"}))
     p, _ = open_low_memory(page, path, 64)
     plan = {**plan, "device_gb": 64}

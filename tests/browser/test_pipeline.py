@@ -179,7 +179,8 @@ def wait_widgets(p):
 def test_walking_every_stage_downloads_the_weights_once(page, ref):
     """One reader, every stage page in turn: the figures read the model's own files, so each
     weight file comes over the network at most once in the whole walk, only the loaded
-    variant's (q4x on WASM), and no weight file of the figures' own."""
+    variant's (q8x on WASM, whose pieces are q4x's, which the figures read) and q4x's index,
+    and no weight file of the figures' own."""
     fetched = []  # (path under models/, bytes) of every response that came over the network
 
     def on_response(r):
@@ -194,20 +195,24 @@ def test_walking_every_stage_downloads_the_weights_once(page, ref):
         for tag in wait_widgets(p):
             variants.add(p.locator(tag).get_attribute("data-variant"))
     variants.discard(None)  # widgets without the model (the tokenizer's)
-    assert variants == {ref["index"]["weights"]["variant"]}, variants  # WASM runs q4x: figures and model share files
+    assert variants == {ref["manifest"]["default_variants"]["wasm"]}, variants
     name = model_dir().name
     weight_files = {f"{name}/{f['path']}": f for v in ref["manifest"]["variants"] for f in v["files"]}
     loaded = next(v for v in ref["manifest"]["variants"] if v["name"] in variants)
+    source = next(v for v in ref["manifest"]["variants"] if v["name"] == ref["index"]["weights"]["variant"])
+    packed = {f["path"] for f in source["files"] if f.get("role") == "packed"}
+    assert packed <= {f["path"] for f in loaded["files"]}, "the figures' pieces are the model's"
+    index = [f for f in source["files"] if f.get("role") == "index"]  # the figures' map of the pieces
     counts = {}
     for path, _ in fetched:
         counts[path] = counts.get(path, 0) + 1
     weights = {path: n for path, n in counts.items() if path in weight_files}
     assert weights and all(n == 1 for n in weights.values()), weights
-    assert set(weights) <= {f"{name}/{f['path']}" for f in loaded["files"]}, sorted(weights)
+    assert set(weights) <= {f"{name}/{f['path']}" for f in loaded["files"] + index}, sorted(weights)
     tables = [path for path in counts if path.startswith(f"{name}/tables/")]
     assert all(t == f"{name}/tables/index.json" or t.startswith(f"{name}/tables/parity/") for t in tables), tables
     weight_bytes = sum(n for path, n in fetched if path in weight_files)
-    assert weight_bytes <= sum(f["bytes"] for f in loaded["files"])
+    assert weight_bytes <= sum(f["bytes"] for f in loaded["files"] + index)
 
 
 # ---------------------------------------------------------------- stage by stage
@@ -316,6 +321,17 @@ def test_residual_stream_is_the_models_hidden_state(page, ref):
     scale = max(1.0, float(np.abs(out["hidden"][layer + 1]).max()))
     assert float(w.locator(".pl-check").get_attribute("data-max-diff")) < (SAME_WEIGHTS_TOL * scale if same_weights(ref, w) else 0.05)
     assert w.locator(".pl-residual tbody tr").count() == len(ref["ids"])
+    # The caption says where the figure's weights come from relative to the model's.
+    text = w.locator(".pl-check").inner_text()
+    variant, source = w.get_attribute("data-variant"), ref["index"]["weights"]["variant"]
+    files = {v["name"]: {f["path"] for f in v["files"]} for v in ref["manifest"]["variants"]}
+    packed = {path for path in files[source] if "/packed." in path}
+    if variant == source:
+        assert f"the model's own {source} weights" in text, text
+    elif packed <= files[variant]:  # q8x: built from the same 4-bit files
+        assert f"very 4-bit files this browser's {variant} model was built from" in text, text
+    else:
+        assert "downloaded once for these figures" in text, text
 
 
 def test_logits_are_the_models_and_tied_to_wte(page, ref):

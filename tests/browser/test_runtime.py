@@ -184,7 +184,7 @@ def test_default_variant_per_backend_and_its_logits(page):
     assert result["ok"], result
     wasm_variants = [v["name"] for v in m["variants"] if "wasm" in v["backends"]]
     expected = m.get("default_variants", {}).get("wasm") or next(
-        (n for n in ("q4x", "q8", "fp32", "q4", "fp16") if n in wasm_variants), wasm_variants[0])
+        (n for n in ("q8x", "q4x", "q8", "fp32", "q4", "fp16") if n in wasm_variants), wasm_variants[0])
     assert result["info"]["variant"] == expected
     assert result["info"]["notices"] == []
     check_prefill_logits(p, result["info"])
@@ -228,6 +228,33 @@ def test_second_load_comes_from_cache_storage(page):
     fetched = [u for u in requests if not u.split("?")[0].endswith("/manifest.json")]
     assert fetched == [], f"the second visit downloaded {fetched}"
     check_prefill_logits(p, second["info"])
+
+
+def test_q8x_reads_the_q4x_pieces_and_matches_onnxruntime(page):
+    """q8x builds int8 weights from q4x's pieces: after q4x was loaded, it downloads only its own
+    graph and index, says what it is doing, and its logits agree with onnxruntime's on the graph
+    that model_export.requant builds from the same files."""
+    names = [v["name"] for v in manifest()["variants"]]
+    assert {"q4x", "q8x"} <= set(names), names
+    p = open_api(page)
+    first = load(p, backend="wasm", variant="q4x")
+    assert first["ok"], first
+    model_prefix = f"/models/{model_dir().name}/"
+    requests = []
+    p.on("request", lambda r: requests.append(r.url.split("?")[0].split(model_prefix)[-1]) if model_prefix in r.url else None)
+    p.reload()
+    p.wait_for_load_state()
+    second = load(p, backend="wasm", variant="q8x")
+    assert second["ok"], second
+    info = second["info"]
+    assert info["variant"] == "q8x"
+    own = [f for f in variant_named("q8x")["files"] if f["path"].startswith("q8x/")]
+    assert sorted(f["path"] for f in own) == ["q8x/expand.json", "q8x/model.onnx"]
+    assert sorted(u for u in requests if u != "manifest.json") == sorted(f["path"] for f in own)
+    assert info["bytes"]["fromNetwork"] == sum(f["bytes"] for f in own)
+    messages = [e["message"] for e in p.evaluate("window.progress") if e["stage"] == "expand"]
+    assert messages and "int8" in messages[0], messages
+    check_prefill_logits(p, info)
 
 
 @pytest.mark.parametrize("kind, words", [

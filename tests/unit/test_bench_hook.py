@@ -64,6 +64,8 @@ def test_decode_table_cells_are_the_json_medians(name):
         assert cells[3].split(" ")[0] == f"{row['decode_warm_tok_s']:,.1f}"
         assert cells[4].split(" ")[0] == f"{row['native_same_graph_tok_s']:,.1f}"
         assert cells[5] == f"{row['warm_over_native_same_graph']:.2f}"
+        assert cells[6] == f"{row['native_fp32_tok_s']:,.1f}"
+        assert cells[7] == f"{row['decode_warm_tok_s'] / row['native_fp32_tok_s']:.2f}"
 
 
 def test_a_value_marker_gives_the_median_and_a_wrong_one_stops_the_build():

