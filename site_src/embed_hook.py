@@ -56,7 +56,7 @@ SITE_PLACEHOLDER = "https://SITE"
 FAVICON = ('<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 '
            'viewBox=%220 0 16 16%22%3E%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">')
 # What the model worker prefers on WASM when the manifest names no default (runtime/variants.js).
-WASM_PREFERENCE = ("q4x", "q8", "fp32", "q4", "fp16")
+WASM_PREFERENCE = ("q8x", "q4x", "q8", "fp32", "q4", "fp16")
 WEBGPU_PREFERENCE = ("q4", "fp16", "fp32", "q8")
 
 _pages_by_tag: dict[str, dict] = {}
