@@ -162,12 +162,19 @@ def _int8_lookup(node: onnx.NodeProto, codes: str, scale: str, last_axis: str) -
     ]
 
 
+def _placeholder(name: str, data_type: int, dims: tuple[int, ...]) -> onnx.TensorProto:
+    """An initializer with a name, type and shape but no data (``write_requant`` points it at a target)."""
+    tensor = onnx.TensorProto(name=name, data_type=data_type, raw_data=b"")  # raw_data set: external data may replace it
+    tensor.dims.extend(dims)
+    return tensor
+
+
 def int8_graph(reference: onnx.ModelProto, axes: dict[str, str]) -> onnx.ModelProto:
-    """The fp32 graph with every matrix in ``axes`` replaced by int8 codes and channel scales.
+    """The fp32 graph with every matrix in ``axes`` replaced by int8 codes and their scales.
 
     ``axes`` maps each matrix to its scale group (``scale_groups``). The new initializers
-    ``W.int8`` (int8, W's shape) and ``W.scale`` (float32, () or (rows,)) are left empty
-    (zeros); ``write_requant`` places them in the targets. A ``Transpose`` of the tied embedding
+    ``W.int8`` (int8, W's shape) and ``W.scale`` (float32, () or (rows,)) have no data yet;
+    ``write_requant`` points them at the targets. A ``Transpose`` of the tied embedding
     now transposes its int8 codes; onnxruntime folds it when it creates the session.
     """
     proto = onnx.ModelProto()
@@ -183,8 +190,8 @@ def int8_graph(reference: onnx.ModelProto, axes: dict[str, str]) -> onnx.ModelPr
     for weight, per in axes.items():
         shape = tuple(initializers[weight].dims)
         graph.initializer.extend([
-            numpy_helper.from_array(np.zeros(shape, np.int8), weight + INT8_SUFFIX),
-            numpy_helper.from_array(np.zeros(() if per == "matrix" else shape[0], np.float32), weight + SCALE_SUFFIX),
+            _placeholder(weight + INT8_SUFFIX, onnx.TensorProto.INT8, shape),
+            _placeholder(weight + SCALE_SUFFIX, onnx.TensorProto.FLOAT, () if per == "matrix" else shape[:1]),
         ])
     nodes: list[onnx.NodeProto] = []
     retyped: set[str] = set()
@@ -243,6 +250,7 @@ def write_requant(reference: onnx.ModelProto, source_dir: str | Path, directory:
     by_tensor: dict[str, list[dict]] = {}
     for chunk in source["chunks"]:
         by_tensor.setdefault(chunk["tensor"], []).append(chunk)
+    initializers = {t.name: t for t in proto.graph.initializer}
     for tensor in proto.graph.initializer:
         name = tensor.name
         if name.endswith(INT8_SUFFIX) and name[: -len(INT8_SUFFIX)] in axes:
@@ -250,7 +258,7 @@ def write_requant(reference: onnx.ModelProto, source_dir: str | Path, directory:
             rows, cols = (int(d) for d in tensor.dims)
             values = targets.place(rows * cols)
             compact.externalize(tensor, *values, rows * cols)
-            scale = next(t for t in proto.graph.initializer if t.name == weight + SCALE_SUFFIX)
+            scale = initializers[weight + SCALE_SUFFIX]
             groups = scale_count(rows, axes[weight])
             scales = targets.place(4 * groups)
             compact.externalize(scale, *scales, 4 * groups)

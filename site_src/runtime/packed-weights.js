@@ -36,14 +36,13 @@ export function openPacked(manifestUrl, variantName) {
       const { files } = await fetchVerified([index], { baseUrl: manifestUrl });
       const parsed = JSON.parse(new TextDecoder().decode(files.get(index.path)));
       checkIndex(parsed, packed.map((f) => ({ byteLength: f.bytes }))); // checkIndex reads only their lengths
-      const reader = new PackedVariant(manifestUrl, parsed, packed);
       // Variants built from these same packed files (q8x from q4x's): a model running one of
       // them downloaded exactly these bytes.
       const paths = new Set(packed.map((f) => f.path));
-      reader.sharedBy = (manifest.variants || [])
+      const sharedBy = (manifest.variants || [])
         .filter((v) => v.files.filter((f) => paths.has(f.path)).length === paths.size)
         .map((v) => v.name);
-      return reader;
+      return new PackedVariant(manifestUrl, parsed, packed, sharedBy);
     })();
     promise.catch(() => opened.delete(key));
     opened.set(key, promise);
@@ -71,15 +70,16 @@ export class PackedVariant {
    * @param {string} manifestUrl the packed files' paths are relative to it
    * @param {object} index the parsed, checked expand.json
    * @param {object[]} packed manifest entries of the packed files, in index order
+   * @param {string[]} [sharedBy] names of the variants whose files include all of `packed`
    */
-  constructor(manifestUrl, index, packed) {
+  constructor(manifestUrl, index, packed, sharedBy = []) {
     this.manifestUrl = manifestUrl;
     this.index = index;
     this.packed = packed;
     this.chunks = chunksByTensor(index);
     this.kept = new Map(); // pieces held for the page when the browser cannot cache them
     /** Names of the variants whose files include all of these packed files (this one among them). */
-    this.sharedBy = [];
+    this.sharedBy = sharedBy;
   }
 
   /** Element count of a tensor. */

@@ -48,7 +48,7 @@ export function scaleCount(m) {
 }
 
 /**
- * Call `visit(source, codeStart, half, group)` for every 4-bit block of a matrix, in element
+ * Call `visit(source, codeStart, bits, group)` for every 4-bit block of a matrix, in element
  * order: the part's bytes, the byte offset of the block's codes, the float16 bits of its scale
  * and the scale group it belongs to (its row, or 0 for a whole-matrix scale).
  */
