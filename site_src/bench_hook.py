@@ -147,18 +147,24 @@ def setup_line(report: dict) -> str:
 
 PYTHON_ROWS = [  # (worker.json summary field, what it is, decimals)
     ("cold_first_result_s", "cold start: page to first result (fresh profile), s", 2),
+    ("cold_python_ms", "of which Pyodide starting (cold), ms", 0),
+    ("cold_packages_ms", "of which NumPy and demos loading (cold), ms", 0),
     ("warm_first_result_s", "warm start: page to first result (files cached), s", 2),
     ("round_trip_ms", "later calls: round trip, ms", 1),
+]
+PYTHON_CASES = [  # (worker.json summary case, column heading)
+    ("alone", "page without widgets"),
+    ("beside_model", "page whose widget loads the model"),
 ]
 
 
 def python_table(report: dict) -> str:
+    """One row per PYTHON_ROWS field, one column per case: median (min–max)."""
     rows = []
     for field, what, digits in PYTHON_ROWS:
-        spread = report["summary"][field]
-        rows.append([what, number(spread["median"], digits),
-                     f"{number(spread['min'], digits)}–{number(spread['max'], digits)}", str(spread["n"])])
-    return table(["", "median", "min–max", "rounds"], rows)
+        cells = [ranged(report["summary"][case][field], digits) for case, _ in PYTHON_CASES]
+        rows.append([what, *cells, str(report["summary"][PYTHON_CASES[0][0]][field]["n"])])
+    return table(["", *(f"{heading}, median (min–max)" for _, heading in PYTHON_CASES), "rounds"], rows)
 
 
 def native_table(report: dict) -> str:

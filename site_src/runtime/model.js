@@ -42,6 +42,7 @@ import { MEMORY_OFFERS, dataFileMessage, deviceLostMessage, workerMessage } from
 import { limits } from "./limits.js";
 import { chooseForMemory, deviceMemoryGB, memoryChoice } from "./memory.js";
 import { modelsURL } from "./paths.js";
+import { trackStart } from "./quiet.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
 import { createModuleWorker } from "./worker.js";
 
@@ -385,6 +386,7 @@ export async function loadModel({
     channel.terminate();
     if (loaded.get(key) === entry) loaded.delete(key); // a failed load can be retried
   });
+  trackStart(entry.promise);
   return entry.promise;
 }
 

@@ -36,6 +36,7 @@
 
 import { workerMessage } from "./errors.js";
 import { limits } from "./limits.js";
+import { trackStart } from "./quiet.js";
 import { createModuleWorker } from "./worker.js";
 
 let worker = null;
@@ -47,6 +48,8 @@ let lastProgress = null;
 let startFailed = false;
 /** Views on the SharedArrayBuffer shared with the current worker, or null. */
 let interrupt = null;
+/** Ends the current worker's start for quiet.js (ready or failed), or null once it has. */
+let startSettled = null;
 
 const SIGINT = 2; // what Pyodide's interrupt buffer expects: raise KeyboardInterrupt
 const GRACE_MS = 1500; // an interrupted call that has not stopped by then costs the worker
@@ -87,6 +90,10 @@ export function interruptMode() {
 /** Tell every progress listener (and later ones) something about Python's start. */
 function announce(event) {
   lastProgress = event;
+  if (event.done && startSettled) {
+    startSettled();
+    startSettled = null;
+  }
   for (const fn of progressListeners) fn(event);
 }
 
@@ -100,6 +107,10 @@ function startFailure(err) {
 function startWorker() {
   const current = (worker = createModuleWorker(new URL("./python-worker.js", import.meta.url)));
   startFailed = false;
+  startSettled?.(); // a replaced worker's start is over
+  trackStart(new Promise((resolve) => {
+    startSettled = resolve;
+  }));
   current.postMessage({ type: "limits", limits: limits() });
   interrupt = null;
   if (interruptMode() === "interrupt") {

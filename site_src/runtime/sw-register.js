@@ -57,16 +57,32 @@
     worker.postMessage({ type: "remember", urls: urls });
   }
 
-  sw.register(new URL(config.swFile, root).href, { scope: root }).then(function (registration) {
-    sw.addEventListener("controllerchange", function () {
-      if (!window.crossOriginIsolated) reloadOnce();
+  function register() {
+    return sw.register(new URL(config.swFile, root).href, { scope: root }).then(function (registration) {
+      sw.addEventListener("controllerchange", function () {
+        if (!window.crossOriginIsolated) reloadOnce();
+      });
+      return sw.ready.then(function (ready) {
+        tell(ready.active);
+        if (!window.crossOriginIsolated && !controlledAtLoad && sw.controller) reloadOnce();
+        return registration;
+      });
+    }).catch(function () {
+      // registration refused (private mode, blocked, storage off): the page works online
     });
-    return sw.ready.then(function (ready) {
-      tell(ready.active);
-      if (!window.crossOriginIsolated && !controlledAtLoad && sw.controller) reloadOnce();
-      return registration;
+  }
+
+  // A page the server isolates already (COOP/COEP headers) needs the worker only for its
+  // offline copy: register it once the page's runtimes have started (runtime/quiet.js), so
+  // that installing it, and the files it stores, do not slow their start (on two cores it
+  // cost Pyodide about 1.5 s: bench/worker.py). A page that is not isolated registers at
+  // once: its threads wait for the worker.
+  if (window.crossOriginIsolated) {
+    window.addEventListener("load", function () {
+      var quiet = window.txWhenQuiet; // set by runtime/quiet.js, which the widgets load
+      (quiet ? quiet() : Promise.resolve()).then(register);
     });
-  }).catch(function () {
-    // registration refused (private mode, blocked, storage off): the page works online
-  });
+  } else {
+    register();
+  }
 })();

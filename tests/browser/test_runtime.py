@@ -371,6 +371,30 @@ def test_service_worker_does_not_reload_when_the_server_isolates(sw_page):
     assert len(navigations) == 1, navigations
 
 
+def test_service_worker_registers_once_the_runtime_has_started(sw_page):
+    """On a page the server isolates, the service worker (and the caching it does) waits until
+    the Python the page started is ready, and QUIET_MS more, so it does not slow that start."""
+    p = open_api(sw_page)
+    times = p.evaluate("""async () => {
+      const t0 = performance.now();
+      let registered = null;
+      const poll = setInterval(async () => {
+        if (registered === null && await navigator.serviceWorker.getRegistration()) registered = performance.now() - t0;
+      }, 25);
+      const { callDemo, onPythonProgress } = await import('./assets/tx/runtime/python.js');
+      const { QUIET_MS } = await import('./assets/tx/runtime/quiet.js');
+      let ready = null;
+      onPythonProgress((e) => { if (e.stage === "ready") ready ??= performance.now() - t0; });
+      await callDemo("sampling", "next_token_distribution", { logits: [1, 2, 3], temperature: 1, top_k: 0, top_p: 1 });
+      await new Promise((resolve) => { const t = setInterval(() => { if (registered !== null) { clearInterval(t); resolve(); } }, 25); });
+      clearInterval(poll);
+      return { ready, registered, quiet: QUIET_MS };
+    }""")
+    assert times["ready"] is not None, times
+    assert times["registered"] >= times["ready"] + 0.9 * times["quiet"], times
+    p.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)
+
+
 def test_service_worker_isolates_a_plain_static_host(browser):
     """Served without COOP/COEP (like GitHub Pages), the site's service worker reloads the page
     once and then the page is cross-origin isolated; further visits do not reload."""
