@@ -37,10 +37,13 @@ GRAPH_FILE = "model.onnx"
 PIECE_BYTES = 40_000_000
 INLINE_BYTES = 5_000_000
 SMALL_TENSOR_BYTES = 1024  # shape constants and the like stay inside the graph
-# Per backend, the variants to make the default, best first (measured by bench/browser.py: on
-# WASM q8x decodes as fast as q4x from the same 4-bit download, pre-fills faster and holds about
-# half the memory; q4x is next; q8 downloads twice as much; q4 is several times slower).
-DEFAULT_VARIANTS = {"webgpu": ("q4", "fp16", "q4x", "q8"), "wasm": ("q8x", "q4x", "q8", "q4", "fp16")}
+# Per backend, the order in which a browser should try the variants, best first; the manifest
+# carries it (``variant_order``) to the runtime (runtime/variants.js) and the embed pages
+# (embed_hook.py). Measured by bench/browser.py: on WASM q8x decodes as fast as q4x from the
+# same 4-bit download, pre-fills faster and holds about half the memory; q4x is next; q8
+# downloads twice as much; q4 is several times slower. On WebGPU 4-bit weights are the usual
+# format; fp16 needs the `shader-f16` feature (the runtime skips it without).
+VARIANT_ORDER = {"webgpu": ("q4", "fp16", "q4x", "fp32", "q8"), "wasm": ("q8x", "q4x", "q8", "fp32", "q4", "fp16")}
 INDEX_FILE = "expand.json"  # compact variants (see compact.py): how to build the data pieces
 PACKED_PREFIX = "packed."
 
@@ -238,6 +241,25 @@ def versions() -> dict[str, str]:
     }
 
 
+def variant_order(variants: list[dict]) -> dict[str, list[str]]:
+    """Per backend, the names of the variants that run on it, in the order a browser should try
+    them: those ``VARIANT_ORDER`` names first, in its order, then the others in manifest order.
+
+    Args:
+        variants: Manifest entries (``name``, ``backends``).
+
+    Returns:
+        Backend -> names; a backend no variant runs on is left out.
+    """
+    order = {}
+    for backend, preferred in VARIANT_ORDER.items():
+        usable = [v["name"] for v in variants if backend in v["backends"]]
+        ranked = [name for name in preferred if name in usable] + [name for name in usable if name not in preferred]
+        if ranked:
+            order[backend] = ranked
+    return order
+
+
 def build_manifest(
     *,
     name: str,
@@ -264,23 +286,19 @@ def build_manifest(
         config: ``GPT2Config.to_dict()``.
         inputs: Graph inputs as ``{"name", "dtype", "shape"}`` (the same for every variant).
         outputs: Every output a variant may have, same form; each variant lists its own names.
-        variants: Entries from ``variant_entry()``, in the order a browser should consider them.
+        variants: Entries from ``variant_entry()``; ``variant_order`` ranks them per backend.
         tokenizer: Role (``vocab``, ``merges``, ``notice``) -> file path.
         validation: The fp32 reference's validation rows as dicts (empty when skipped).
         root: The build directory.
-        default_variants: Backend -> variant name; if None, the first of ``DEFAULT_VARIANTS``
-            that runs on the backend, else the first variant that does.
+        default_variants: Backend -> variant name; if None, the first of ``variant_order``.
 
     Returns:
         The manifest, ready for ``write_manifest``.
     """
     keys = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")
+    order = variant_order(variants)
     if default_variants is None:
-        default_variants = {}
-        for backend, preferred in DEFAULT_VARIANTS.items():
-            usable = [v["name"] for v in variants if backend in v["backends"]]
-            if usable:
-                default_variants[backend] = next((name for name in preferred if name in usable), usable[0])
+        default_variants = {backend: names[0] for backend, names in order.items()}
     return {
         "format": FORMAT,
         "name": name,
@@ -292,6 +310,7 @@ def build_manifest(
         "outputs": outputs,
         "variants": variants,
         "default_variants": default_variants,
+        "variant_order": order,
         "tokenizer": {role: file_entry(path, root) for role, path in tokenizer.items()},
         "validation": validation,
         "created_with": versions(),

@@ -55,9 +55,6 @@ SITE_PLACEHOLDER = "https://SITE"
 # Same inline icon as hooks.py, so the bare pages never request a missing favicon.
 FAVICON = ('<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 '
            'viewBox=%220 0 16 16%22%3E%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">')
-# What the model worker prefers on WASM when the manifest names no default (runtime/variants.js).
-WASM_PREFERENCE = ("q8x", "q4x", "q8", "fp32", "q4", "fp16")
-WEBGPU_PREFERENCE = ("q4", "fp16", "fp32", "q8")
 
 _pages_by_tag: dict[str, dict] = {}
 
@@ -222,18 +219,15 @@ def _gzip_size(path: Path) -> int:
 
 
 def choose_variant(manifest: dict, backend: str) -> dict | None:
-    """The variant the runtime loads on a backend by default (as runtime/variants.js chooses)."""
+    """The variant the runtime loads on a backend by default (as runtime/variants.js chooses:
+    the manifest's default, then its ``variant_order``, then the first that runs there); the
+    WebGPU ``shader-f16`` check is the browser's and not made here."""
     usable = [v for v in manifest.get("variants", []) if backend in v.get("backends", [])]
     if not usable:
         return None
     by_name = {v["name"]: v for v in usable}
-    preferred = (manifest.get("default_variants") or {}).get(backend)
-    if preferred in by_name:
-        return by_name[preferred]
-    for name in WASM_PREFERENCE if backend == "wasm" else WEBGPU_PREFERENCE:
-        if name in by_name:
-            return by_name[name]
-    return usable[0]
+    preferred = [(manifest.get("default_variants") or {}).get(backend), *(manifest.get("variant_order") or {}).get(backend, [])]
+    return next((by_name[name] for name in preferred if name in by_name), usable[0])
 
 
 def runtime_costs(model: str) -> list[dict]:

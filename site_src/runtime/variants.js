@@ -14,22 +14,11 @@
  * one single-file variant) and any number of data pieces. A compact variant (`q4x`) has
  * no data pieces; it lists `{"role": "index"}` (expand.json) and `{"role": "packed"}`
  * files instead, from which `expand.js` builds the pieces in the browser. The manifest
- * may also name `default_variants: {"webgpu": "...", "wasm": "..."}`.
+ * may also name `default_variants: {"webgpu": "...", "wasm": "..."}` and, per backend,
+ * `variant_order`: the names in the order to try them (model_export/package.py
+ * VARIANT_ORDER decides it, with the measurements behind it).
  * @module variants
  */
-
-/**
- * Preference when the manifest names no default (or its default does not fit).
- * WebGPU: 4-bit weights are the usual format there; fp16 needs the `shader-f16` feature.
- * WASM: q8x first: q4x's 4-bit download turned into int8 weights in the browser, which
- * decode as fast as q4x's float32 ones, pre-fill faster and take half the memory; then q4x
- * (the same download, expanded to float32), q8, fp32, and q4 last, because onnxruntime-web's
- * 4-bit matrix product is several times slower in WebAssembly (bench/browser.py has the numbers).
- */
-export const PREFERENCE = {
-  webgpu: ["q4", "fp16", "fp32", "q8"],
-  wasm: ["q8x", "q4x", "q8", "fp32", "q4", "fp16"],
-};
 
 /** Output-name prefixes of the optional graph outputs. */
 export const OPTIONAL_OUTPUTS = { attentions: "attentions.", hiddenStates: "hidden_states." };
@@ -47,7 +36,7 @@ export function outputsWithPrefix(names, prefix) {
 
 /**
  * Every variant that can run on `backend`, best first: the manifest's default for the
- * backend, then PREFERENCE, then the rest in manifest order. The runtime loads the
+ * backend, then its `variant_order`, then the rest in manifest order. The runtime loads the
  * first and falls back to the next when onnxruntime-web cannot create its session.
  * @param {object} manifest the parsed manifest.json
  * @param {"webgpu"|"wasm"} backend
@@ -72,7 +61,7 @@ export function rankVariants(manifest, backend, { variant, shaderF16 = false, ne
     const what = needs.length ? ` with ${needs.join(" and ")} outputs` : "";
     throw new Error(`The model has no variant${what} for ${where}.`);
   }
-  const order = [manifest.default_variants?.[backend], ...(PREFERENCE[backend] || [])];
+  const order = [manifest.default_variants?.[backend], ...(manifest.variant_order?.[backend] || [])];
   const rank = (v) => {
     const i = order.indexOf(v.name);
     return i < 0 ? order.length : i;

@@ -46,10 +46,10 @@ READY_WITHIN_MS = 120_000
 
 @pytest.fixture(scope="module")
 def constants() -> dict:
-    """MEMORY and PREFERENCE (variants.js) and TAB_SHARE (memory.js), from the site under test."""
+    """MEMORY (variants.js) and TAB_SHARE (memory.js), from the site under test."""
     script = (f"const v = await import({json.dumps((RUNTIME / 'variants.js').as_uri())});"
               f"const m = await import({json.dumps((RUNTIME / 'memory.js').as_uri())});"
-              "console.log(JSON.stringify({MEMORY: v.MEMORY, PREFERENCE: v.PREFERENCE, TAB_SHARE: m.TAB_SHARE}));")
+              "console.log(JSON.stringify({MEMORY: v.MEMORY, TAB_SHARE: m.TAB_SHARE}));")
     out = subprocess.run(["node", "--input-type=module", "-e", script], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -75,7 +75,7 @@ def plan(constants) -> dict:
     """The default WASM variant, the smaller one the guard must offer, and a device figure between them."""
     m = manifest()
     wasm = [v for v in m["variants"] if "wasm" in v["backends"]]
-    order = [m["default_variants"]["wasm"], *constants["PREFERENCE"]["wasm"]]
+    order = [m["default_variants"]["wasm"], *m["variant_order"]["wasm"]]
     wasm.sort(key=lambda v: order.index(v["name"]) if v["name"] in order else len(order))
     default, need = wasm[0], estimate(m, wasm[0], constants)
     smaller = next(v for v in wasm[1:] if estimate(m, v, constants) < need)

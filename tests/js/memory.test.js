@@ -26,6 +26,7 @@ const file = (path, role) => ({ path, bytes: 1, sha256: 'x', ...(role ? { role }
 const SMALL = {
   config: GPT2_SMALL,
   default_variants: { webgpu: 'q4', wasm: 'q8x' },
+  variant_order: { webgpu: ['q4', 'fp32'], wasm: ['q8x', 'q4x', 'q8', 'fp32', 'q4'] }, // model_export's VARIANT_ORDER
   variants: [
     { name: 'q8x', dtype: 'int8', backends: ['wasm'], files: [file('q8x/model.onnx', 'graph'), file('q8x/expand.json', 'index'), file('q4x/w.0', 'packed')] },
     { name: 'q4x', dtype: 'int4', backends: ['wasm'], files: [file('q4x/model.onnx', 'graph'), file('q4x/expand.json', 'index'), file('q4x/w.0', 'packed')] },

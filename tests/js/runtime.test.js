@@ -152,9 +152,10 @@ const MANIFEST = {
     },
     { name: 'q8', backends: ['wasm'], files: [{ path: 'q8/model.onnx', bytes: 1, sha256: 'f', role: 'graph' }] },
   ],
+  variant_order: { webgpu: ['q4', 'fp16', 'fp32'], wasm: ['q8', 'fp32', 'q4'] }, // what model_export writes
 };
 
-test('variant choice: WebGPU prefers q4, WASM q8, and the manifest default wins', () => {
+test('variant choice: the manifest\'s order (WebGPU q4, WASM q8), and its default wins', () => {
   assert.equal(chooseVariant(MANIFEST, 'webgpu').name, 'q4');
   assert.equal(chooseVariant(MANIFEST, 'wasm').name, 'q8');
   const withDefaults = { ...MANIFEST, default_variants: { webgpu: 'fp16', wasm: 'fp32' } };
@@ -166,8 +167,11 @@ test('variant choice: WebGPU prefers q4, WASM q8, and the manifest default wins'
   assert.throws(() => chooseVariant(MANIFEST, 'wasm', { variant: 'int2' }), /no variant "int2"/);
 });
 
-test('variants are ranked for fallback: default, preference, then manifest order', () => {
+test('variants are ranked for fallback: default, the manifest\'s order, then manifest order', () => {
   const names = (list) => list.map((v) => v.name);
+  const { variant_order: _, ...unordered } = MANIFEST;
+  assert.deepEqual(names(rankVariants(unordered, 'wasm')), ['fp32', 'q4', 'q8'], 'no variant_order: manifest order');
+  assert.deepEqual(names(rankVariants({ ...MANIFEST, variant_order: { wasm: ['q4'] } }, 'wasm')), ['q4', 'fp32', 'q8']);
   assert.deepEqual(names(rankVariants(MANIFEST, 'wasm')), ['q8', 'fp32', 'q4']);
   assert.deepEqual(names(rankVariants(MANIFEST, 'webgpu')), ['q4', 'fp32'], 'fp16 needs shader-f16');
   assert.deepEqual(names(rankVariants(MANIFEST, 'webgpu', { shaderF16: true })), ['q4', 'fp16', 'fp32']);
@@ -211,8 +215,12 @@ test('variant files: a compact variant lists its index and packed files, no data
   assert.equal(variantFiles(MANIFEST.variants[2]).index, null);
   const twice = { ...compact, files: [...compact.files, { path: 'q4x/other.json', role: 'index' }] };
   assert.throws(() => variantFiles(twice), /2 weight indexes/);
-  // WASM prefers the compact variant when a manifest has it and names no default
-  const withCompact = { ...MANIFEST, variants: [...MANIFEST.variants, { ...compact, outputs: ['logits'] }] };
+  // A compact variant is ranked like any other: by the manifest's order
+  const withCompact = {
+    ...MANIFEST, variants: [...MANIFEST.variants, { ...compact, outputs: ['logits'] }],
+    variant_order: { ...MANIFEST.variant_order, wasm: ['q4x', ...MANIFEST.variant_order.wasm] },
+  };
   assert.equal(chooseVariant(withCompact, 'wasm').name, 'q4x');
+  assert.equal(chooseVariant({ ...withCompact, variant_order: MANIFEST.variant_order }, 'wasm').name, 'q8');
   assert.equal(chooseVariant(withCompact, 'webgpu').name, 'q4');
 });

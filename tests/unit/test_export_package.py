@@ -143,12 +143,15 @@ def test_default_variants_follow_what_was_built(tmp_path):
     def entry(name, backends):
         return {"name": name, "backends": backends}
 
-    def defaults(variants):
+    def manifest(variants):
         return package.build_manifest(
             name="m", source="preset:tiny", seed=0, random_weights=True, config=dict.fromkeys(
                 ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id"), 1),
             inputs=[], outputs=[], variants=variants, tokenizer={}, validation=[], root=tmp_path,
-        )["default_variants"]
+        )
+
+    def defaults(variants):
+        return manifest(variants)["default_variants"]
 
     all_three = [entry("q4", ["webgpu", "wasm"]), entry("q8", ["wasm"]), entry("fp16", ["webgpu"])]
     assert defaults(all_three) == {"webgpu": "q4", "wasm": "q8"}
@@ -157,6 +160,12 @@ def test_default_variants_follow_what_was_built(tmp_path):
     every = [entry("q4x", ["wasm"]), *all_three]
     assert defaults(every) == {"webgpu": "q4", "wasm": "q4x"}
     assert defaults([entry("custom", ["wasm"]), entry("q4", ["webgpu", "wasm"])]) == {"webgpu": "q4", "wasm": "q4"}
+    # The whole order goes into the manifest: VARIANT_ORDER's names first, the others after, in manifest order.
+    order = manifest([entry("custom", ["wasm"]), *every, entry("other", ["wasm", "webgpu"])])["variant_order"]
+    assert order == {"webgpu": ["q4", "fp16", "other"], "wasm": ["q4x", "q8", "q4", "custom", "other"]}
+    for backend, names in order.items():
+        preferred = [n for n in package.VARIANT_ORDER[backend] if n in names]
+        assert names[:len(preferred)] == preferred
 
 
 def test_json_is_written_atomically_and_strictly(tmp_path):
