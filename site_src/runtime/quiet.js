@@ -5,7 +5,7 @@
  *   trackStart(promiseOfTheStart);           // python.js, model.js
  *   whenQuiet().then(registerServiceWorker); // sw-register.js, through globalThis.txWhenQuiet
  *
- * On two cores, installing the service worker while Pyodide started cost about 1.5 s of its
+ * On two cores, installing the service worker while Pyodide started cost about 1.7 s of its
  * cold start (bench/worker.py, page without widgets). The registration (and the caching it
  * starts) waits until the page has loaded, every tracked start has settled, and for
  * `QUIET_MS` after the later of the two nothing new began (a demo the reader starts right

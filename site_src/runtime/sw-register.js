@@ -75,7 +75,7 @@
   // A page the server isolates already (COOP/COEP headers) needs the worker only for its
   // offline copy: register it once the page's runtimes have started (runtime/quiet.js), so
   // that installing it, and the files it stores, do not slow their start (on two cores it
-  // cost Pyodide about 1.5 s: bench/worker.py). A page that is not isolated registers at
+  // cost about 1.7 s of the first result: bench/worker.py). A page that is not isolated registers at
   // once: its threads wait for the worker.
   if (window.crossOriginIsolated) {
     window.addEventListener("load", function () {
