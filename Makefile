@@ -38,21 +38,25 @@ NPM_STAMP  := node_modules/.installed
 VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
 
-.PHONY: help serve test site setup assets model browser pyodide-wheels clean check-budgets
+.PHONY: help serve test lint site setup assets model browser pyodide-wheels clean check-budgets
 
 help:
 	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
 	@echo "make test    build everything and run every test"
-	@echo "(also: make site | model MODEL=... | assets | setup | check-budgets | clean)"
+	@echo "(also: make lint | site | model MODEL=... | assets | setup | check-budgets | clean)"
 
 # The address written into sitemap.xml (mkdocs.yml's site_url): the one `make serve` serves.
 serve: export SITE_URL ?= http://127.0.0.1:$(PORT)/
 serve: site
-	$(PY) site_src/serve.py $(SITE_DIR) --port $(PORT)
+	$(PY) -m sitebuild.serve $(SITE_DIR) --port $(PORT)
 
-test: site browser pyodide-wheels
+test: lint site browser pyodide-wheels
 	node --test tests/js/
 	$(PY) -m pytest
+
+# Python lint (ruff: pycodestyle, pyflakes, import order, bugbear, pyupgrade; pyproject.toml).
+lint: | setup
+	$(VENV)/bin/ruff check .
 
 setup: $(VENV_STAMP) $(NPM_STAMP)
 
@@ -66,8 +70,8 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $@
 
 assets: $(VENDOR)
-$(VENDOR): site_src/assets.py package-lock.json | setup
-	$(PY) site_src/assets.py
+$(VENDOR): site_src/sitebuild/assets.py package-lock.json | setup
+	$(PY) -m sitebuild.assets
 
 # Export, quantize, validate, package and report; a failed validation leaves no
 # manifest, so the site is not built from unchecked files and the next run retries.
@@ -81,7 +85,7 @@ site: setup assets model
 # A Chromium for the browser tests: an existing one, else Debian's package when
 # running as root on Debian, else Playwright's own download (needs internet).
 browser: setup
-	$(PY) tests/chromium.py --ensure
+	$(PY) -m sitebuild.chromium --ensure
 
 # pytest and friends as pure-Python wheels, to run the demos tests inside Pyodide.
 PYODIDE_WHEELS := build/cache/pyodide-wheels/.downloaded
@@ -95,7 +99,7 @@ $(PYODIDE_WHEELS): tests/pyodide/requirements.txt | setup
 # GitHub Pages' limits (no file of 100 MB or more, the site under 1 GB), checked on the
 # built site with a report of its sizes; the Pages workflow runs it before deploying.
 check-budgets: | setup
-	$(PY) site_src/check_budgets.py $(SITE_DIR)
+	$(PY) -m sitebuild.check_budgets $(SITE_DIR)
 
 clean:
 	rm -rf site build/vendor build/models

@@ -26,7 +26,7 @@ of variant and tuning is measured once per round (``--repeat``, default 3), in a
 rotated each round; the ``summary`` gives, per variant, tuning and thread count, medians
 with their spread (min, max) over the rounds. The JSON, with the commit, versions and machine
 load, replaces ``bench/results/browser.json`` (or ``--out``); the docs' tables are written
-from it (site_src/bench_hook.py).
+from it (site_src/sitebuild/bench_hook.py).
 
 Usage::
 
@@ -53,28 +53,25 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "site_src"))
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "bench"))
+from common import BROWSER_ARGS, git_commit, machine, spread
+from model_export.expand import onnx_graph
+from model_export.layout import PIECE_BYTES, expanded_name
+from model_export.package import file_entry, file_role, variant_files
+from sitebuild.chromium import find_chromium
+from sitebuild.serve import serve_in_thread
 
-from common import BROWSER_ARGS, git_commit, machine, spread  # noqa: E402
-from chromium import find_chromium  # noqa: E402
-from model_export.compact import onnx_graph  # noqa: E402
-from model_export.package import file_entry, file_role, variant_files  # noqa: E402
-from serve import serve_in_thread  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 PREFILL_LENGTHS = (8, 128, 512)
 PROMPT_TOKENS = 32
 NEW_TOKENS = 64
 # Decode after long cached contexts: (cached positions, new tokens); the context of GPT-2 is 1,024.
 LONG_CONTEXTS = ((512, 32), (1000, 24))
-PIECE_BYTES = 40_000_000
 TEXT = ("The Transformer reads a sequence of tokens, lets every position attend to the ones before it, "
         "and predicts the next token from the last position. ")
 
@@ -520,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
                 variant = next(v for v in manifest["variants"] if v["name"] == name)
                 graph_rel = next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
                 graph = (root / "models" / manifest["name"] / graph_rel).resolve()
-                graph = onnx_graph(graph.parent, work / f"{name}-expanded.onnx")  # q4x: what its pieces expand to
+                graph = onnx_graph(graph.parent, work / expanded_name(name))  # q4x: what its pieces expand to
                 for threads in threads_list:
                     if only_threads.get((name, tuning_name), threads) != threads:
                         continue
@@ -560,7 +557,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "bench/browser.py",
         "argv": sys.argv[1:] if argv is None else argv,
         "commit": git_commit(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": {"name": manifest["name"], "source": manifest.get("source"), "config": manifest["config"]},
         "setup": {
             "prompt_tokens": PROMPT_TOKENS, "new_tokens": NEW_TOKENS, "prefill_lengths": list(PREFILL_LENGTHS),

@@ -21,13 +21,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "site_src"), str(ROOT / "tests"), str(ROOT / "bench")]
+from common import BROWSER_ARGS, git_commit, machine
 
-from common import BROWSER_ARGS, git_commit, machine  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 CGROUP_ROOT = Path("/sys/fs/cgroup/memory")
 NEW_TOKENS = 16
@@ -44,10 +44,11 @@ CHILD_JS = """async ([model, newTokens]) => {
 
 def child(model_dir: Path, site: Path) -> int:
     """Runs inside the cgroup: serve, load, generate; prints one JSON line."""
-    from browser import serve_dir  # bench/browser.py: the site's runtime beside the model
-    from chromium import find_chromium
     from playwright.sync_api import sync_playwright
-    from serve import serve_in_thread
+
+    from browser import serve_dir  # bench/browser.py: the site's runtime beside the model
+    from sitebuild.chromium import find_chromium
+    from sitebuild.serve import serve_in_thread
 
     manifest = json.loads((model_dir / "manifest.json").read_text())
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as work:
@@ -129,7 +130,7 @@ def main() -> int:
     passing = [r["limit_gb"] for r in rows if r["ok"]]
     report = {
         "benchmark": "bench/memory_limit.py", "commit": git_commit(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": args.model.name, "new_tokens": NEW_TOKENS, "machine": machine(load_before), "limits": rows,
         "summary": {"lowest_passing_limit_gb": min(passing) if passing else None,
                     "highest_failing_limit_gb": max((r["limit_gb"] for r in rows if not r["ok"]), default=None)},

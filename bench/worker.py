@@ -32,18 +32,17 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "site_src"), str(ROOT / "tests"), str(ROOT / "bench")]
+from common import BROWSER_ARGS, git_commit, machine, spread
+from sitebuild.chromium import find_chromium
+from sitebuild.offline_hook import GROUPS
+from sitebuild.serve import serve_in_thread
 
-from chromium import find_chromium  # noqa: E402
-from common import BROWSER_ARGS, git_commit, machine, spread  # noqa: E402
-from offline_hook import GROUPS  # noqa: E402
-from serve import serve_in_thread  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+
 
 MEASURE = """async ([moduleUrl, calls]) => {
   const t0 = performance.now();
@@ -172,7 +171,7 @@ def main() -> None:
     report = {
         "benchmark": "bench/worker.py",
         "commit": git_commit(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "setup": {"calls": args.calls, "repeat": args.repeat, "call": "demos.sampling.next_token_distribution on 50 logits",
                   "pages": {"alone": f"{cases['alone']} (no widgets)",
                             "beside_model": f"{cases['beside_model']} (its tx-next-token loads the model as the page opens)"},

@@ -20,10 +20,11 @@ strings by Unicode code point. Every step reports how many pairs tied.
 Every public function takes and returns plain Python data.
 """
 
-import numbers
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
+
+from demos._checks import as_int as _as_int
 
 MAX_TEXT = 20_000  # characters accepted per call, so a widget cannot freeze the tab
 MAX_MERGES = 2_000
@@ -66,16 +67,6 @@ def _as_text(name, text, allow_empty=False):
     if len(text) > MAX_TEXT:
         raise ValueError(f"{name} has {len(text)} characters; the demo accepts at most {MAX_TEXT}.")
     return text
-
-
-def _as_int(name, value, low, high):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 def _parse_merges(merges):

@@ -26,8 +26,8 @@ import math
 import textwrap
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -40,6 +40,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_int as _as_int
+
 START, END = "<s>", "</s>"
 TOKENS = ["the", "a", "cat", "dog", "sat", "ran", "away", END]  # the vocabulary, in table order
 _NEXT = {  # previous word -> {next word: probability}; every row sums to 1
@@ -66,16 +68,6 @@ MAX_TEMPERATURE = 10.0
 
 # ----------------------------------------------------------------------------
 # input checking: every message is shown to the reader by the widget
-
-
-def _as_int(name, value, low, high):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 def _as_float(name, value, low, high):

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_int as _as_int
+from demos._checks import as_number as _as_number
 from demos._checks import bad_leaf as _bad_leaf
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, e.g. T token vectors of width d
@@ -37,28 +39,6 @@ _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf applied eleme
 
 # ----------------------------------------------------------------------------
 # input checking: every message is shown to the reader by the widget
-
-
-def _as_number(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a number, got {value!r}.")
-    try:
-        value = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} is too large to be a float64 number.") from None
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value}.")
-    return value
-
-
-def _as_int(name, value, low, high):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 def _as_approximate(approximate):

@@ -29,6 +29,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_int as _as_int
+
 NAME_PIECES = ["Ada", "Bo", "Eve", "Lin", "Max", "Zo"]
 DIGITS = [str(i) for i in range(10)]
 VOCAB = (["{", "}", '"name"', '"age"', '"city"', ":", ",", " ", '"']
@@ -171,16 +173,6 @@ def _as_number(name, value, low, high):
     if not low <= value <= high:
         raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
     return float(value)
-
-
-def _as_int(name, value, low, high):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 # ----------------------------------------------------------------------------

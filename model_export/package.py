@@ -29,14 +29,11 @@ import numpy as np
 import onnx
 from onnx import external_data_helper, numpy_helper
 
+from .expand import index_problems
+from .layout import GRAPH_FILE, INDEX_FILE, INLINE_BYTES, MANIFEST, PACKED_PREFIX, PIECE_BYTES, SMALL_TENSOR_BYTES, external_locations, piece_name, tensor_bytes
 from .tokenizer import sha256_file
 
-MANIFEST = "manifest.json"
 FORMAT = 2
-GRAPH_FILE = "model.onnx"
-PIECE_BYTES = 40_000_000
-INLINE_BYTES = 5_000_000
-SMALL_TENSOR_BYTES = 1024  # shape constants and the like stay inside the graph
 # Per backend, the order in which a browser should try the variants, best first; the manifest
 # carries it (``variant_order``) to the runtime (runtime/variants.js) and the embed pages
 # (embed_hook.py). Measured by bench/browser.py: on WASM q8x decodes as fast as q4x from the
@@ -44,20 +41,6 @@ SMALL_TENSOR_BYTES = 1024  # shape constants and the like stay inside the graph
 # downloads twice as much; q4 is several times slower. On WebGPU 4-bit weights are the usual
 # format; fp16 needs the `shader-f16` feature (the runtime skips it without).
 VARIANT_ORDER = {"webgpu": ("q4", "fp16", "q4x", "fp32", "q8"), "wasm": ("q8x", "q4x", "q8", "fp32", "q4", "fp16")}
-INDEX_FILE = "expand.json"  # compact variants (see compact.py): how to build the data pieces
-PACKED_PREFIX = "packed."
-
-
-def piece_name(index: int) -> str:
-    """File name of external-data piece ``index``: ``model.onnx.data.{index}``."""
-    return f"{GRAPH_FILE}.data.{index}"
-
-
-def tensor_bytes(tensor: onnx.TensorProto) -> int:
-    """Size of an initializer's data as stored (raw bytes)."""
-    if tensor.HasField("raw_data"):
-        return len(tensor.raw_data)
-    return numpy_helper.to_array(tensor).nbytes
 
 
 def _raw(tensor: onnx.TensorProto) -> bytes:
@@ -213,16 +196,6 @@ def variant_entry(
         "validation": validation or {},
         "bytes": sum(f["bytes"] for f in files),
     }
-
-
-def external_locations(graph_path: str | Path) -> set[str]:
-    """The external-data file names a graph refers to (without loading the weights)."""
-    proto = onnx.load(str(graph_path), load_external_data=False)
-    locations = set()
-    for tensor in proto.graph.initializer:
-        if tensor.data_location == onnx.TensorProto.EXTERNAL:
-            locations.add(next(e.value for e in tensor.external_data if e.key == "location"))
-    return locations
 
 
 def versions() -> dict[str, str]:
@@ -386,8 +359,6 @@ def layout_problems(out_dir: str | Path, manifest: dict, piece_bytes: int = PIEC
             problems.append(f"{variant['name']}: {len(graphs)} graph files (expected 1)")
             continue
         if any(f.get("role") == "index" for f in variant["files"]):
-            from .compact import index_problems
-
             directory = (Path(out_dir) / graphs[0]["path"]).parent
             problems += [f"{variant['name']}: {p}" for p in index_problems(directory, piece_bytes)]
             continue

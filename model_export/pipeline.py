@@ -31,12 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import package
+from .layout import BUILD_DIR, GRAPH_FILE, INDEX_FILE, INLINE_BYTES, MANIFEST, PIECE_BYTES, PROTOBUF_LIMIT, RECORD, REFERENCE, expanded_name
 from .quantize import VARIANTS
-
-BUILD_DIR = ".build"
-REFERENCE = "reference.onnx"
-RECORD = "record.json"
-PROTOBUF_LIMIT = 2_000_000_000  # a single .onnx file cannot exceed 2 GB
 
 
 class StageError(ValueError):
@@ -75,15 +71,15 @@ class BuildDir:
 
     def variant_graph(self, name: str) -> Path:
         """Graph file of a shipped variant."""
-        return self.variant_dir(name) / package.GRAPH_FILE
+        return self.variant_dir(name) / GRAPH_FILE
 
     def runnable_graph(self, name: str) -> Path:
         """A graph file onnxruntime-Python can open for a variant: the variant's own graph, or
         for a compact variant its expanded equivalent (``.build/<name>-expanded.onnx``, made
         from the shipped files the way the browser makes it)."""
-        from .compact import onnx_graph
+        from .expand import onnx_graph
 
-        return onnx_graph(self.variant_dir(name), self.work / f"{name}-expanded.onnx")
+        return onnx_graph(self.variant_dir(name), self.work / expanded_name(name))
 
     def built_variants(self) -> list[str]:
         """Variants present on disk, in manifest order."""
@@ -191,16 +187,16 @@ def _parameter_bytes(model) -> int:
 def run_quantize(
     build: BuildDir,
     variants: list[str],
-    piece_bytes: int = package.PIECE_BYTES,
-    inline_bytes: int = package.INLINE_BYTES,
+    piece_bytes: int = PIECE_BYTES,
+    inline_bytes: int = INLINE_BYTES,
     progress=print,
 ) -> dict:
     """Writes each variant as ``<variant>/model.onnx`` plus pieces; records sizes and times."""
     import onnx
 
     from .compact import write_compact
-    from .requant import SOURCE_VARIANT, write_requant
     from .quantize import QuantizeResult, operator_counts, quantize_variant
+    from .requant import SOURCE_VARIANT, write_requant
 
     record = build.record()
     if not build.reference.is_file():
@@ -214,7 +210,7 @@ def run_quantize(
             proto, result = None, QuantizeResult(name, time.perf_counter() - start, operator_counts(reference))
             save_s = 0.0
         elif name == "q8x":  # an int8 graph over q4x's pieces (requant.py)
-            if not (build.variant_dir(SOURCE_VARIANT) / package.INDEX_FILE).is_file():
+            if not (build.variant_dir(SOURCE_VARIANT) / INDEX_FILE).is_file():
                 raise StageError(f"q8x is built from the {SOURCE_VARIANT} pieces; quantize {SOURCE_VARIANT} first "
                                  f"(--variants {SOURCE_VARIANT},q8x)")
             graph = write_requant(reference, build.variant_dir(SOURCE_VARIANT), build.variant_dir(name))[0]
@@ -253,7 +249,7 @@ def run_validate(build: BuildDir, loaded: Loaded, tolerances, variants: list[str
     record = build.record()
     start = time.perf_counter()
     rows = []
-    manifest_path = build.root / package.MANIFEST
+    manifest_path = build.root / MANIFEST
     if manifest_path.is_file():
         progress("files against manifest.json")
         manifest = package.read_manifest(build.root)
@@ -363,7 +359,7 @@ def run_report(
             build.reference, config, build.work / "attention-cost", attention_repeats, 1, progress
         )
     record = build.update_record(**changes)
-    manifest = package.read_manifest(build.root) if (build.root / package.MANIFEST).is_file() else None
+    manifest = package.read_manifest(build.root) if (build.root / MANIFEST).is_file() else None
     return write_reports(build.root, record, manifest)
 
 

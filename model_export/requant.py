@@ -47,7 +47,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import compact
-from .package import GRAPH_FILE, INDEX_FILE, SMALL_TENSOR_BYTES
+from .layout import GRAPH_FILE, INDEX_FILE, SMALL_TENSOR_BYTES
 
 FORMAT = "tx-requant-1"
 SOURCE_VARIANT = "q4x"

@@ -90,6 +90,14 @@ class OrtGPT2:
         return dict(zip(self.output_names, values, strict=True))
 
 
+def prompt_outputs(runner: OrtGPT2, ids: list[int]) -> dict[str, np.ndarray]:
+    """Every output of the graph, by name, for one pass over the prompt ``ids`` (batch of one,
+    empty cache): what the site's parity figures and their tests compare."""
+    x = np.array([ids], np.int64)  # (1, T)
+    positions = np.arange(len(ids), dtype=np.int64)[None]  # (1, T)
+    return runner.run_all(x, np.ones_like(x), positions, empty_past(runner.config, 1))
+
+
 class TorchGPT2:
     """The PyTorch module behind the same NumPy interface as ``OrtGPT2``."""
 

@@ -3,7 +3,7 @@
  * the reader's prompt (kept in localStorage, so it is typed once and follows the reader from
  * stage to stage), one forward pass per prompt with attentions and hidden states, the weights
  * (read from the model's own `q4x` files, where `tables/index.json` of
- * `site_src/pipeline_hook.py` says each one is), a few float32 kernels (LayerNorm, linear
+ * `site_src/sitebuild/pipeline_hook.py` says each one is), a few float32 kernels (LayerNorm, linear
  * layers, GELU, softmax) that recompute a block's intermediate tensors from them, and an SVG
  * heatmap. This module defines no element.
  * @module widgets/tx-pipeline-common
@@ -166,7 +166,7 @@ export function tableIndex(model) {
   const url = new URL("index.json", tablesURL(model)).href;
   if (!tableIndexes.has(url)) {
     const promise = fetch(url, { cache: "no-cache" }).then((r) => {
-      if (!r.ok) throw new Error(`The pipeline index is missing (HTTP ${r.status} for ${url}); the site was built without site_src/pipeline_hook.py.`);
+      if (!r.ok) throw new Error(`The pipeline index is missing (HTTP ${r.status} for ${url}); the site was built without site_src/sitebuild/pipeline_hook.py.`);
       return r.json();
     });
     promise.catch(() => tableIndexes.delete(url));

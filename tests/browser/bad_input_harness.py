@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import NO_SERVICE_WORKER
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from sitebuild.chromium import find_chromium
+from sitebuild.serve import serve_in_thread
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))  # another built site: TX_SITE=/path
-sys.path.insert(0, str(ROOT / "site_src"))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from chromium import find_chromium  # noqa: E402
-from serve import serve_in_thread  # noqa: E402
 
 BASE_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",

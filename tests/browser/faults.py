@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from urllib.parse import urlparse
 
+from sitebuild.serve import MIME_TYPES
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
-sys.path.insert(0, str(ROOT / "site_src"))
 
-from serve import MIME_TYPES  # noqa: E402
 
 #: What a "garbage" fault serves: not a script, not WebAssembly, not JSON, not a zip.
 GARBAGE = b"this is not the file you are looking for\n" * 64

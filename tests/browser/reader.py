@@ -124,7 +124,9 @@ _CLIPPED = """() => {
         document.body.appendChild(probe);
         const need = probe.getBoundingClientRect().width + 16;  // the text, and the arrow beside it
         probe.remove();
-        if (el.clientWidth < need) found.push(`<${widget}> select[name=${el.name}] is ${el.clientWidth} px, its "${option.textContent}" needs ${Math.ceil(need)}`);
+        if (el.clientWidth < need) {
+          found.push(`<${widget}> select[name=${el.name}] is ${el.clientWidth} px, its "${option.textContent}" needs ${Math.ceil(need)}`);
+        }
       } else if (!["input", "textarea"].includes(el.localName)  // a field scrolls its own text
                  && ["hidden", "clip"].includes(style.overflowX) && el.scrollWidth > el.clientWidth + 2) {
         found.push(`<${widget}> ${el.localName}.${el.className} hides ${el.scrollWidth - el.clientWidth} px of its content`);

@@ -126,8 +126,9 @@ class Sweep:
             self.problems.append(f"{what}: {p}")
         if LOG:
             with open(LOG, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"widget": self.sel, "what": what, "ms": result.get("ms"), "step_s": round(t1 - t0, 3), "text_s": round(t2 - t1, 3), "state": info["state"],
-                                    "status": info["status"][:300], "problems": problems}) + "\n")
+                f.write(json.dumps({"widget": self.sel, "what": what, "ms": result.get("ms"), "step_s": round(t1 - t0, 3),
+                                    "text_s": round(t2 - t1, 3), "state": info["state"], "status": info["status"][:300],
+                                    "problems": problems}) + "\n")
         if info["injected"]:  # one payload that ran would poison every later check
             self.page.evaluate("() => { window.__pwned = undefined; __bx.alerts = 0; }")
         return info

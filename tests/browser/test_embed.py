@@ -16,7 +16,6 @@ import json
 import math
 import os
 import re
-import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -25,6 +24,8 @@ import numpy as np
 import pytest
 
 from demos import attention, bpe, rope, sampling
+from sitebuild.chromium import find_chromium
+from sitebuild.serve import make_server
 
 pytestmark = pytest.mark.browser
 
@@ -37,11 +38,6 @@ TOL = 1e-12
 SCRIPT_TAG = ("tx-sampling", "tx-bpe", "tx-next-token")
 IFRAMES = {"rope": "tx-rope", "attention": "tx-attention", "generate": "tx-generate"}
 MODEL_JS = SITE / "assets" / "tx" / "runtime" / "model.js"  # as built into the site under test
-
-sys.path.insert(0, str(ROOT / "site_src"))
-sys.path.insert(0, str(ROOT / "tests"))
-from chromium import find_chromium  # noqa: E402
-from serve import make_server  # noqa: E402
 
 # conftest.py's arguments, with localhost resolved too (Chromium must reach no other host).
 BROWSER_ARGS = [

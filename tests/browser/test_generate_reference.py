@@ -25,6 +25,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from model_export import runtime
+from model_export.gpt2 import GPT2Config
+
 ROOT = Path(__file__).resolve().parents[2]
 MASK = 0xFFFFFFFF
 
@@ -109,34 +112,27 @@ def model_probability(logits: np.ndarray, token: int) -> float:
 
 
 class OrtGPT2:
-    """The served graph in onnxruntime (CPU), with the worker's feeds and KV cache."""
+    """The served graph in onnxruntime (CPU, one thread: model_export.runtime's session and
+    feeds), decoding with a KV cache as model-worker.js does."""
 
     def __init__(self, graph_path: Path, config: dict):
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        self.session = ort.InferenceSession(str(graph_path), options, providers=["CPUExecutionProvider"])
+        self.runner = runtime.OrtGPT2(graph_path, GPT2Config(**config), threads=1)
+        self.session = self.runner.session
+        self.outputs = self.runner.output_names  # every output of the graph, by name
         self.config = config
-        self.outputs = [o.name for o in self.session.get_outputs()]
-        self.present = [f"present.{i}.{kv}" for i in range(config["n_layer"]) for kv in ("key", "value")]
 
-    def _feeds(self, ids: list[int], past_length: int, past: list[np.ndarray] | None) -> dict:
-        cfg = self.config
-        head_dim = cfg["n_embd"] // cfg["n_head"]
-        feeds = {
-            "input_ids": np.array([ids], dtype=np.int64),
-            "attention_mask": np.ones((1, past_length + len(ids)), dtype=np.int64),
-            "position_ids": np.arange(past_length, past_length + len(ids), dtype=np.int64)[None],
-        }
-        for k, name in enumerate(self.present):
-            feeds[name.replace("present.", "past_key_values.")] = (
-                past[k] if past is not None else np.zeros((1, cfg["n_head"], 0, head_dim), np.float32))
-        return feeds
+    def _step(self, ids: list[int], past_length: int, past: list[np.ndarray] | None) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Last position's logits (V,) and the present of one pass over `ids` after `past_length` cached ones."""
+        x = np.array([ids], dtype=np.int64)  # (1, T)
+        mask = np.ones((1, past_length + len(ids)), dtype=np.int64)  # (1, P + T)
+        positions = np.arange(past_length, past_length + len(ids), dtype=np.int64)[None]  # (1, T)
+        logits, present = self.runner.run(x, mask, positions, past if past is not None else runtime.empty_past(self.runner.config, 1))
+        return logits[0, -1], present
 
     def run(self, ids: list[int], names: list[str]) -> dict[str, np.ndarray]:
         """Outputs `names` of one prefill over `ids` (empty cache)."""
-        return dict(zip(names, self.session.run(names, self._feeds(ids, 0, None))))
+        outputs = runtime.prompt_outputs(self.runner, ids)
+        return {name: outputs[name] for name in names}
 
     def logits(self, ids: list[int]) -> np.ndarray:
         """(T, V) logits of a prefill over `ids`."""
@@ -148,16 +144,14 @@ class OrtGPT2:
         cfg = self.config
         rng = Mulberry32(seed)
         limit = min(max_new_tokens, cfg["n_positions"] - len(ids))
-        out = self.session.run(["logits", *self.present], self._feeds(ids, 0, None))
-        logits, past = out[0][0, -1], out[1:]
+        logits, past = self._step(ids, 0, None)
         tokens = []
         for n in range(limit):
             token = sample_token(logits, temperature, top_k, top_p, rng)
             tokens.append((token, model_probability(logits, token)))
             if (stop_at_eos and token == cfg["eos_token_id"]) or n == limit - 1:
                 break
-            out = self.session.run(["logits", *self.present], self._feeds([token], len(ids) + n, past))
-            logits, past = out[0][0, -1], out[1:]
+            logits, past = self._step([token], len(ids) + n, past)
         return tokens
 
 
@@ -176,7 +170,7 @@ def graph_path(model_dir: Path, manifest: dict, variant_name: str) -> Path:
     cached in the temporary directory under the index's sha256."""
     import tempfile
 
-    from model_export.compact import onnx_graph
+    from model_export.expand import onnx_graph
 
     variant = next(v for v in manifest["variants"] if v["name"] == variant_name)
     graph = model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")

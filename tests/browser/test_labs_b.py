@@ -17,10 +17,10 @@ import threading
 import time
 
 import pytest
-from conftest import SITE, WatchedPage
 
+from conftest import SITE, WatchedPage
 from demos import bugs, decoding, guided, numerics
-from serve import SiteHandler
+from sitebuild.serve import SiteHandler
 
 pytestmark = pytest.mark.browser
 

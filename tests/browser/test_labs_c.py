@@ -222,7 +222,7 @@ def test_kv_cache_and_flash_widgets_match_cpython(page):
         rows = attrs(widget, "tr[data-step]", "step", "max", "rescale", "sum")
         done = int(widget.get_attribute("data-step"))
         assert len(rows) == done
-        for (i, m, r, s), step in zip(rows, trace["steps"]):
+        for (_, m, r, s), step in zip(rows, trace["steps"]):
             assert_close([float(m), float(r), float(s)], [step["max_after"], step["rescale"], step["sum_after"]])
         return trace, done
 

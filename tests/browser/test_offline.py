@@ -22,8 +22,10 @@ import re
 import time
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
+
 from conftest import SITE
-from serve import serve_in_thread
+from sitebuild.serve import serve_in_thread
 
 pytestmark = pytest.mark.browser
 
@@ -122,7 +124,7 @@ def test_widgets_reach_ready_offline_after_one_visit(offline_context):
     print("Cache Storage after one visit (MB):", {k: round(v / 1e6, 2) for k, v in sizes.items()})
 
     stop(offline_context["server"])
-    with pytest.raises(Exception):  # really offline: nothing answers on the port
+    with pytest.raises(PlaywrightError):  # really offline: nothing answers on the port
         context.request.get(url + "index.html", timeout=5_000)
 
     # Offline: the visited pages, then pages never opened, with their widgets.

@@ -4,7 +4,7 @@ For a fixed prompt, each stage widget's displayed numbers (its ``data-*`` attrib
 compared with the same tensors computed in Python: the graph outputs (hidden states,
 attentions, logits) by onnxruntime on the very ONNX variant the browser loaded, the
 recomputed intermediates (Q/K/V, scores, MLP, ...) by NumPy from those hidden states and the
-weights that ``tables/index.json`` (``site_src/pipeline_hook.py``) locates in the q4x files.
+weights that ``tables/index.json`` (``site_src/sitebuild/pipeline_hook.py``) locates in the q4x files.
 """
 
 import json
@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline_hook import layout_tensor
+from model_export.gpt2 import GPT2Config
+from model_export.runtime import OrtGPT2, prompt_outputs
+from sitebuild.pipeline_hook import layout_tensor
 from test_generate_reference import graph_path
 
 pytestmark = pytest.mark.browser
@@ -36,7 +38,6 @@ def model_dir() -> Path:
 @pytest.fixture(scope="module")
 def ref():
     """Tokenizer, config, weight reader and an onnxruntime runner per variant."""
-    import onnxruntime as ort
     from transformers import GPT2TokenizerFast
 
     directory = model_dir()
@@ -55,16 +56,8 @@ def ref():
     def run(variant, ids):
         if variant not in sessions:
             path = graph_path(directory, manifest, variant)  # q4x: the graph its pieces expand to
-            sessions[variant] = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        session = sessions[variant]
-        x = np.array([ids], dtype=np.int64)
-        feeds = {"input_ids": x, "attention_mask": np.ones_like(x), "position_ids": np.arange(len(ids), dtype=np.int64)[None]}
-        hd = cfg["n_embd"] // cfg["n_head"]
-        for i in range(cfg["n_layer"]):
-            for kv in ("key", "value"):
-                feeds[f"past_key_values.{i}.{kv}"] = np.zeros((1, cfg["n_head"], 0, hd), np.float32)
-        names = [o.name for o in session.get_outputs()]
-        out = dict(zip(names, session.run(names, feeds)))
+            sessions[variant] = OrtGPT2(path, GPT2Config(**cfg))
+        out = prompt_outputs(sessions[variant], ids)
         return {"logits": out["logits"][0].astype(np.float64),
                 "hidden": [out[f"hidden_states.{j}"][0].astype(np.float64) for j in range(cfg["n_layer"] + 1)],
                 "attn": [out[f"attentions.{i}"][0].astype(np.float64) for i in range(cfg["n_layer"])]}

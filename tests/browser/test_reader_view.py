@@ -44,6 +44,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import NO_SERVICE_WORKER
 from reader import DESKTOP_WIDTH, PHONE_WIDTH, bad_values, clipped, overflow, overlapping_text, screenshot_widgets
 

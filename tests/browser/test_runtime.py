@@ -14,7 +14,6 @@ import functools
 import hashlib
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -61,7 +60,7 @@ def reference_for(variant: dict) -> OrtGPT2:
     return _reference(variant["name"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reference(name: str) -> OrtGPT2:
     return OrtGPT2(graph_path(model_dir(), manifest(), name), manifest()["config"])
 
@@ -402,8 +401,7 @@ def test_service_worker_isolates_a_plain_static_host(browser):
     import http.server
     import threading
 
-    sys.path.insert(0, str(ROOT / "site_src"))
-    from serve import SiteHandler
+    from sitebuild.serve import SiteHandler
 
     class PlainHandler(SiteHandler):
         cross_origin_isolated = False

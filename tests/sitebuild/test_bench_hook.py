@@ -1,0 +1,112 @@
+"""The docs' performance figures come from the committed benchmark JSON (site_src/sitebuild/bench_hook.py).
+
+Checked against the JSON files themselves (read here independently of the hook): every marker
+in the docs renders; each rendered table cell is the JSON's median; the pages that report the
+runtime's speed type no speed by hand; and the "site" rows were measured with the settings the
+site ships (site_src/runtime/tuning.js), so the docs describe the runtime readers get.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+from sitebuild import bench_hook
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+DOCS = ROOT / "docs"
+RESULTS = ROOT / "bench" / "results"
+# Pages that report measured speeds of this site's runtime: every such number is a marker.
+SPEED_PAGES = ["efficiency/quantization.md", "embed-in-your-course.md"]
+SPEED = re.compile(r"\d[\d,.]*\s*(?:tok/s|tokens per second)")
+
+
+def marked_pages() -> list[Path]:
+    return sorted(p for p in DOCS.rglob("*.md") if "bench:" in p.read_text())
+
+
+def test_docs_use_the_markers_and_every_marker_renders():
+    pages = marked_pages()
+    assert {p.relative_to(DOCS).as_posix() for p in pages} >= set(SPEED_PAGES)
+    for page in pages:
+        out = bench_hook.render(page.read_text())
+        assert "bench:" not in out, page
+
+
+@pytest.mark.parametrize("name", SPEED_PAGES)
+def test_speed_pages_type_no_speed_by_hand(name):
+    text = (DOCS / name).read_text()
+    without_markers = bench_hook.VALUE.sub("", bench_hook.TABLE.sub("", text))
+    assert not SPEED.findall(without_markers), f"{name} types speeds by hand: {SPEED.findall(without_markers)}"
+
+
+def summary_rows(name: str) -> list[dict]:
+    return json.loads((RESULTS / f"{name}.json").read_text())["summary"]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in RESULTS.glob("browser*.json")))
+def test_decode_table_cells_are_the_json_medians(name):
+    rendered = bench_hook.decode_table(json.loads((RESULTS / f"{name}.json").read_text()))
+    body = rendered.splitlines()[2:]
+    rows = [r for r in summary_rows(name) if "error" not in r]
+    assert len(body) == len(summary_rows(name))
+    for line, row in zip(body, rows):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[1] == str(row["threads"])
+        assert cells[3].split(" ")[0] == f"{row['decode_warm_tok_s']:,.1f}"
+        assert cells[4].split(" ")[0] == f"{row['native_same_graph_tok_s']:,.1f}"
+        assert cells[5] == f"{row['warm_over_native_same_graph']:.2f}"
+        assert cells[6] == f"{row['native_fp32_tok_s']:,.1f}"
+        assert cells[7] == f"{row['decode_warm_tok_s'] / row['native_fp32_tok_s']:.2f}"
+
+
+def test_a_value_marker_gives_the_median_and_a_wrong_one_stops_the_build():
+    row = next(r for r in summary_rows("browser") if "error" not in r)
+    key = f"{row['variant']}/{row['tuning']}/{row['threads']}"
+    assert bench_hook.render(f"[[bench: browser {key} decode_warm_tok_s]]") == f"{row['decode_warm_tok_s']:,.1f}"
+    with pytest.raises(PluginError):
+        bench_hook.render("[[bench: browser nothing/site/2 decode_warm_tok_s]]")
+    with pytest.raises(PluginError):
+        bench_hook.render(f"[[bench: browser {key} no_such_field]]")
+
+
+def shipped_tuning() -> dict:
+    """TUNING of site_src/runtime/tuning.js, read by node (the file is an ES module)."""
+    url = (ROOT / "site_src" / "runtime" / "tuning.js").as_uri()
+    script = f'import("{url}").then((m) => console.log(JSON.stringify(m.TUNING)))'
+    return json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in RESULTS.glob("browser*.json")))
+def test_site_rows_were_measured_with_the_shipped_settings(name):
+    report = json.loads((RESULTS / f"{name}.json").read_text())
+    site = [r for r in report["results"] if r["tuning_name"] == "site" and "browser" in r]
+    assert site, f"{name} has no measurement of the site's own settings"
+    tuning = shipped_tuning()
+    for r in site:
+        assert r["browser"]["tuning"] == tuning, f"{name}: measured with {r['browser']['tuning']}, the site ships {tuning}"
+
+
+def test_python_and_prefill_tables_are_the_json_medians():
+    worker = json.loads((RESULTS / "worker.json").read_text())
+    body = bench_hook.python_table(worker).splitlines()[2:]
+    assert len(body) == len(bench_hook.PYTHON_ROWS)
+    for line, (field, _, digits) in zip(body, bench_hook.PYTHON_ROWS):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for cell, (case, _) in zip(cells[1:], bench_hook.PYTHON_CASES):
+            assert cell.split(" ")[0] == f"{worker['summary'][case][field]['median']:,.{digits}f}", (field, case)
+    browser = json.loads((RESULTS / "browser.json").read_text())
+    site = [r for r in browser["summary"] if r.get("tuning") == "site" and "error" not in r]
+    rows = bench_hook.prefill_table(browser).splitlines()[2:]
+    assert len(rows) == len(site)
+    for line, row in zip(rows, site):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[2].split(" ")[0] == f"{row['prefill_128_ms']['median']:,.0f}"
+        assert cells[4] == f"{row['prefill_128_over_native']:.2f}"
