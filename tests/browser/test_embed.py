@@ -26,6 +26,7 @@ import pytest
 from demos import attention, bpe, rope, sampling
 from sitebuild.chromium import find_chromium
 from sitebuild.serve import make_server
+from widget_checks import TOL, assert_close
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +35,6 @@ SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 COURSE = ROOT / "tests" / "fixtures" / "course"
 SITE_TOKEN = "https://SITE"
 TIMEOUT = 180_000  # ms: three Pythons and two models start at once on a 2-core machine
-TOL = 1e-12
 SCRIPT_TAG = ("tx-sampling", "tx-bpe", "tx-next-token")
 IFRAMES = {"rope": "tx-rope", "attention": "tx-attention", "generate": "tx-generate"}
 MODEL_JS = SITE / "assets" / "tx" / "runtime" / "model.js"  # as built into the site under test
@@ -204,11 +204,6 @@ def wait_widget(scope, selector, condition="true", timeout=TIMEOUT):
 
 def request_of(el):
     return json.loads(el.get_attribute("data-request"))
-
-
-def assert_close(actual, expected, tol=TOL):
-    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
-                               rtol=tol, atol=tol)
 
 
 def widget_tags() -> list[str]:

@@ -23,6 +23,7 @@ import pytest
 from demos import positional, rope, sampling, size
 from faults import SITE, FileFault, manifest, model_dir, model_file_urls
 from test_generate_reference import OrtGPT2, graph_path
+from widget_checks import wait_state
 
 pytestmark = pytest.mark.browser
 
@@ -66,11 +67,6 @@ def status_text(widget) -> str:
 
 def retry_button(widget):
     return widget.locator(".status button.retry")
-
-
-def wait_state(p, tag, states, timeout):
-    p.wait_for_function("([tag, states]) => states.includes(document.querySelector(tag)?.dataset.state)",
-                        arg=[tag, list(states)], timeout=timeout)
 
 
 def expect_message(p, tag, words, shot, timeout=MESSAGE_WITHIN_MS):

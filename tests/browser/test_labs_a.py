@@ -1,40 +1,15 @@
 """The lab widgets <tx-attention>, <tx-size-calc>, <tx-positional> and <tx-rope> show
 exactly what the same demos calls compute in CPython, after a reader changes a control."""
 
-import json
 import math
 
 import numpy as np
 import pytest
 
 from demos import attention, positional, rope, size
+from widget_checks import TOL, assert_close, wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
-
-TOL = 1e-12
-
-
-def wait_ready(page, tag, want=None):
-    """Wait until the widget is ready and its last request contains `want`."""
-    page.wait_for_function(
-        """([tag, want]) => {
-             const el = document.querySelector(tag);
-             if (!el || el.dataset.state !== "ready" || !el.dataset.request) return false;
-             const request = JSON.parse(el.dataset.request);
-             return Object.entries(want).every(([k, v]) => JSON.stringify(request[k]) === JSON.stringify(v));
-           }""",
-        arg=[tag, want or {}], timeout=90_000)
-    return json.loads(page.locator(tag).get_attribute("data-request"))
-
-
-def wait_error(page, tag):
-    page.wait_for_function(f"() => document.querySelector('{tag}').dataset.state === 'error'", timeout=30_000)
-    return page.locator(tag).locator(".status-text").inner_text()
-
-
-def assert_close(actual, expected, tol=TOL):
-    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
-                               rtol=tol, atol=tol)
 
 
 # ---------------------------------------------------------------------------

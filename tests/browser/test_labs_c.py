@@ -8,28 +8,9 @@ import numpy as np
 import pytest
 
 from demos import bpe, embeddings, ffn, flash, kv_cache, moe, norms
+from widget_checks import TOL, assert_close, wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
-
-TOL = 1e-12
-
-
-def wait_ready(page, tag, want=None):
-    """Wait until the widget is ready and its last request contains `want`; return the request."""
-    page.wait_for_function(
-        """([tag, want]) => {
-             const el = document.querySelector(tag);
-             if (!el || el.dataset.state !== "ready" || !el.dataset.request) return false;
-             const request = JSON.parse(el.dataset.request);
-             return Object.entries(want).every(([k, v]) => JSON.stringify(request[k]) === JSON.stringify(v));
-           }""",
-        arg=[tag, want or {}], timeout=90_000)
-    return json.loads(page.locator(tag).get_attribute("data-request"))
-
-
-def wait_error(page, tag):
-    page.wait_for_function(f"() => document.querySelector('{tag}').dataset.state === 'error'", timeout=30_000)
-    return page.locator(tag).locator(".status-text").inner_text()
 
 
 def attrs(widget, selector, *names):
@@ -37,11 +18,6 @@ def attrs(widget, selector, *names):
     return widget.evaluate(
         "(el, [selector, names]) => [...el.shadowRoot.querySelectorAll(selector)].map(e => names.map(n => e.dataset[n]))",
         [selector, list(names)])
-
-
-def assert_close(actual, expected, tol=TOL):
-    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
-                               rtol=tol, atol=tol)
 
 
 def shown_matrix(widget, kind, n):

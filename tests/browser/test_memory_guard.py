@@ -31,6 +31,7 @@ import pytest
 
 from faults import SITE, manifest, model_dir
 from reader import DESKTOP_WIDTH, PHONE_WIDTH, overflow
+from widget_checks import wait_state
 
 pytestmark = pytest.mark.browser
 
@@ -98,11 +99,6 @@ def open_low_memory(watched, path, device_gb):
     p.context.on("request", lambda r: requests.append(urlparse(r.url).path))
     watched.goto(path)
     return p, requests
-
-
-def wait_state(p, tag, states, timeout):
-    p.wait_for_function("([tag, states]) => states.includes(document.querySelector(tag)?.dataset.state)",
-                        arg=[tag, list(states)], timeout=timeout)
 
 
 def status(widget) -> str:

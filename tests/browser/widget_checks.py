@@ -1,0 +1,41 @@
+"""Waits and comparisons the widget tests share: a widget's data-state, its last request,
+its error text, and float64 agreement with the CPython reference."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+TOL = 1e-12  # the widgets show what NumPy computed in float64: agreement to rounding error
+
+
+def wait_state(p, tag, states, timeout):
+    """Until the first `tag` element's data-state is one of `states`."""
+    p.wait_for_function("([tag, states]) => states.includes(document.querySelector(tag)?.dataset.state)",
+                        arg=[tag, list(states)], timeout=timeout)
+
+
+def wait_ready(page, tag, want=None):
+    """Wait until the widget is ready and its last request contains `want`; return the request."""
+    page.wait_for_function(
+        """([tag, want]) => {
+             const el = document.querySelector(tag);
+             if (!el || el.dataset.state !== "ready" || !el.dataset.request) return false;
+             const request = JSON.parse(el.dataset.request);
+             return Object.entries(want).every(([k, v]) => JSON.stringify(request[k]) === JSON.stringify(v));
+           }""",
+        arg=[tag, want or {}], timeout=90_000)
+    return json.loads(page.locator(tag).get_attribute("data-request"))
+
+
+def wait_error(page, tag):
+    """Until the widget shows an error; return its status line."""
+    page.wait_for_function(f"() => document.querySelector('{tag}').dataset.state === 'error'", timeout=30_000)
+    return page.locator(tag).locator(".status-text").inner_text()
+
+
+def assert_close(actual, expected, tol=TOL):
+    """Elementwise agreement in float64 within `tol`, relative and absolute."""
+    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
+                               rtol=tol, atol=tol)
