@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_int as _as_int
+
 MAX_TOKENS = 12  # words in an explorer sentence: the grid must fit on a page
 MAX_PADDING = 8
 MAX_D_MODEL = 64
@@ -66,17 +68,6 @@ def _as_array(name, value, ndims, what):
 def _as_matrix(name, value):
     """A non-empty (rows, cols) float64 matrix."""
     return _as_array(name, value, (2,), "a matrix (a list of equally long rows of numbers)")
-
-
-def _as_int(name, value, low, high):
-    """A whole number in [low, high]; a float with no fractional part is accepted (JavaScript)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 def _as_bool(name, value):

@@ -32,6 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_int as _as_count
+
 DIMENSIONS = ["royalty", "gender", "age", "food", "person"]
 
 # word -> [royalty, gender, age, food, person]; hand-built, see the module docstring
@@ -106,16 +108,6 @@ def _finite(x):
         return math.isfinite(float(x))
     except OverflowError:
         return False
-
-
-def _as_count(name, value, low, high):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 # ----------------------------------------------------------------------------

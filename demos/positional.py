@@ -25,23 +25,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_int as _as_int
+
 MAX_VIEW_POSITIONS = 128  # the widget draws one cell per (position, position) pair
 MAX_VIEW_D_MODEL = 256
 
 
 # ----------------------------------------------------------------------------
 # input checking: every message is shown to the reader by the widget
-
-
-def _as_int(name, value, low, high):
-    """A whole number in [low, high]; a float with no fractional part is accepted (JavaScript)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return int(value)
 
 
 def _as_width(name, value, high=4096):

@@ -47,7 +47,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import compact
-from .layout import GRAPH_FILE, INDEX_FILE, SMALL_TENSOR_BYTES
+from .layout import GRAPH_FILE, INDEX_FILE, SMALL_TENSOR_BYTES, tensor_bytes
 
 FORMAT = "tx-requant-1"
 SOURCE_VARIANT = "q4x"
@@ -267,13 +267,13 @@ def write_requant(reference: onnx.ModelProto, source_dir: str | Path, directory:
                              "values": list(values), "scales": list(scales), "parts": parts})
         elif name in by_tensor:  # raw in q4x: the same bytes, at their new place
             chunks = by_tensor[name]
-            size = compact.tensor_bytes(tensor)
+            size = tensor_bytes(tensor)
             target, offset = targets.place(size)
             base = chunks[0]["offset"]
             for c in chunks:
                 raw_chunks.append(c | {"target": target, "offset": offset + c["offset"] - base})
             compact.externalize(tensor, target, offset, size)
-        elif tensor.data_location != onnx.TensorProto.EXTERNAL and compact.tensor_bytes(tensor) >= SMALL_TENSOR_BYTES:
+        elif tensor.data_location != onnx.TensorProto.EXTERNAL and tensor_bytes(tensor) >= SMALL_TENSOR_BYTES:
             raise ValueError(f"{name}: a large initializer the q4x pieces do not hold")
     graph_path = directory / GRAPH_FILE
     onnx.save(proto, str(graph_path))

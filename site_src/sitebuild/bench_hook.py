@@ -34,7 +34,6 @@ from mkdocs.exceptions import PluginError
 
 from sitebuild.paths import BENCH_RESULTS, ROOT
 
-RESULTS = BENCH_RESULTS
 TABLE = re.compile(r"^<!--\s*bench:\s*(?P<file>[\w-]+)\s+(?P<table>[\w-]+)\s*-->$", re.M)
 VALUE = re.compile(r"\[\[bench:\s*(?P<file>[\w-]+)\s+(?:(?P<row>[\w.-]+/[\w.-]+/\d+)\s+)?(?P<field>[\w.]+)\]\]")
 
@@ -42,7 +41,7 @@ VALUE = re.compile(r"\[\[bench:\s*(?P<file>[\w-]+)\s+(?:(?P<row>[\w.-]+/[\w.-]+/
 @cache
 def results(name: str) -> dict:
     """The parsed ``bench/results/<name>.json``."""
-    path = RESULTS / f"{name}.json"
+    path = BENCH_RESULTS / f"{name}.json"
     if not path.exists():
         raise PluginError(f"bench_hook: {path.relative_to(ROOT)} is missing; run bench/{name.split('-')[0]}.py")
     return json.loads(path.read_text())

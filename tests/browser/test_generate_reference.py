@@ -117,7 +117,6 @@ class OrtGPT2:
 
     def __init__(self, graph_path: Path, config: dict):
         self.runner = runtime.OrtGPT2(graph_path, GPT2Config(**config), threads=1)
-        self.session = self.runner.session
         self.outputs = self.runner.output_names  # every output of the graph, by name
         self.config = config
 

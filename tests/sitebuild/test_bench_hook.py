@@ -17,12 +17,9 @@ import pytest
 from mkdocs.exceptions import PluginError
 
 from sitebuild import bench_hook
-
-ROOT = Path(__file__).resolve().parents[2]
-
+from sitebuild.paths import BENCH_RESULTS, ROOT
 
 DOCS = ROOT / "docs"
-RESULTS = ROOT / "bench" / "results"
 # Pages that report measured speeds of this site's runtime: every such number is a marker.
 SPEED_PAGES = ["efficiency/quantization.md", "embed-in-your-course.md"]
 SPEED = re.compile(r"\d[\d,.]*\s*(?:tok/s|tokens per second)")
@@ -48,12 +45,12 @@ def test_speed_pages_type_no_speed_by_hand(name):
 
 
 def summary_rows(name: str) -> list[dict]:
-    return json.loads((RESULTS / f"{name}.json").read_text())["summary"]
+    return json.loads((BENCH_RESULTS / f"{name}.json").read_text())["summary"]
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in RESULTS.glob("browser*.json")))
+@pytest.mark.parametrize("name", sorted(p.stem for p in BENCH_RESULTS.glob("browser*.json")))
 def test_decode_table_cells_are_the_json_medians(name):
-    rendered = bench_hook.decode_table(json.loads((RESULTS / f"{name}.json").read_text()))
+    rendered = bench_hook.decode_table(json.loads((BENCH_RESULTS / f"{name}.json").read_text()))
     body = rendered.splitlines()[2:]
     rows = [r for r in summary_rows(name) if "error" not in r]
     assert len(body) == len(summary_rows(name))
@@ -84,9 +81,9 @@ def shipped_tuning() -> dict:
     return json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in RESULTS.glob("browser*.json")))
+@pytest.mark.parametrize("name", sorted(p.stem for p in BENCH_RESULTS.glob("browser*.json")))
 def test_site_rows_were_measured_with_the_shipped_settings(name):
-    report = json.loads((RESULTS / f"{name}.json").read_text())
+    report = json.loads((BENCH_RESULTS / f"{name}.json").read_text())
     site = [r for r in report["results"] if r["tuning_name"] == "site" and "browser" in r]
     assert site, f"{name} has no measurement of the site's own settings"
     tuning = shipped_tuning()
@@ -95,14 +92,14 @@ def test_site_rows_were_measured_with_the_shipped_settings(name):
 
 
 def test_python_and_prefill_tables_are_the_json_medians():
-    worker = json.loads((RESULTS / "worker.json").read_text())
+    worker = json.loads((BENCH_RESULTS / "worker.json").read_text())
     body = bench_hook.python_table(worker).splitlines()[2:]
     assert len(body) == len(bench_hook.PYTHON_ROWS)
     for line, (field, _, digits) in zip(body, bench_hook.PYTHON_ROWS):
         cells = [c.strip() for c in line.strip("|").split("|")]
         for cell, (case, _) in zip(cells[1:], bench_hook.PYTHON_CASES):
             assert cell.split(" ")[0] == f"{worker['summary'][case][field]['median']:,.{digits}f}", (field, case)
-    browser = json.loads((RESULTS / "browser.json").read_text())
+    browser = json.loads((BENCH_RESULTS / "browser.json").read_text())
     site = [r for r in browser["summary"] if r.get("tuning") == "site" and "error" not in r]
     rows = bench_hook.prefill_table(browser).splitlines()[2:]
     assert len(rows) == len(site)

@@ -163,7 +163,7 @@ def test_budget_check_fails_on_a_file_of_100_mb(tmp_path):
     (tmp_path / "index.html").write_text("<!doctype html>")
     (tmp_path / "models" / "big").mkdir(parents=True)
     with open(tmp_path / "models" / "big" / "weights.bin", "wb") as f:
-        f.truncate(check_budgets.MAX_FILE_BYTES)  # sparse: no disk used
+        f.truncate(check_budgets.PAGES_FILE_LIMIT)  # sparse: no disk used
     result = subprocess.run(["make", "check-budgets", f"SITE_DIR={tmp_path}", *[f"--old-file={p}" for p in PREPARED]],
                             cwd=ROOT, capture_output=True, text=True)
     assert result.returncode != 0
