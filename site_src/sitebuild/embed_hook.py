@@ -167,7 +167,7 @@ def read_widgets(widgets_dir: Path = WIDGETS_SRC) -> list[Widget]:
     for path in sorted(widgets_dir.glob("tx-*.js")):
         source = path.read_text(encoding="utf-8")
         match = DEFINE.search(source)
-        if not match:  # a module the widgets share (e.g. tx-pipeline-common.js)
+        if not match:  # a tx-*.js file defining no element (shared modules live in widgets/pipeline/)
             continue
         tag = match.group(1)
         lines = doc_comment(source)

@@ -5,7 +5,10 @@
  *
  * Shows one `tr` per pair with `data-a`, `data-b` and `data-max-diff`; `data-browser-variant`.
  */
-import { PIPELINE_CSS, fetchChecked, loadPipelineModel, maxAbsDiff, tableIndex } from "./tx-pipeline-common.js";
+import { loadPipelineModel } from "./pipeline/forward.js";
+import { maxAbsDiff } from "./pipeline/kernels.js";
+import { PIPELINE_CSS } from "./pipeline/styles.js";
+import { fetchChecked, tableIndex } from "./pipeline/weights.js";
 import { TxElement, escapeHtml } from "./base.js";
 
 const LABELS = { torch: "PyTorch (build time)", browser: "this browser (live)" };

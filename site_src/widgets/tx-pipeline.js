@@ -10,7 +10,8 @@
 import { escapeHtml, formatProb } from "./base.js";
 import { InputError } from "./inputs.js";
 import { topK } from "../runtime/probs.js";
-import { PipelineStage, GPT2_SMALL, shapeText, visible } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { GPT2_SMALL, shapeText, visible } from "./pipeline/text.js";
 
 /** The stages in running order: slug, number, title, shape as a function of (config, T). */
 export const STAGES = [

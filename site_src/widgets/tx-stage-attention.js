@@ -7,7 +7,11 @@
  *
  * Shows `data-values` on each figure and `data-max-diff` on the check line.
  */
-import { PipelineStage, GPT2_SMALL, blockTrace, heatmap, maxAbsDiff, shapeLine, tokenLabels } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { blockTrace } from "./pipeline/block.js";
+import { heatmap, tokenLabels } from "./pipeline/figures.js";
+import { maxAbsDiff } from "./pipeline/kernels.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 
 class TxStageAttention extends PipelineStage {
   pickers() {

@@ -2,14 +2,15 @@
  * <tx-stage-embedding>: stage 2. Each token id picks one row of the token-embedding table
  * wte (V, C); the figure draws the prompt's rows and lists the tokens whose rows point in the
  * most similar direction (cosine) to the chosen token's row. The rows are the model's own wte,
- * expanded from its q4x files (see `readWeights` in tx-pipeline-common.js).
+ * expanded from its q4x files (see `readWeights` in pipeline/weights.js).
  *
  * Shows the rows in the figure's `data-values` and the neighbours as `data-id`/`data-cos` rows.
  */
 import { escapeHtml } from "./base.js";
-import {
-  PipelineStage, GPT2_SMALL, MAX_COLS, heatmap, options, readWeights, scanRows, shapeLine, tokenLabels, visible,
-} from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { MAX_COLS, heatmap, options, tokenLabels } from "./pipeline/figures.js";
+import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { readWeights, scanRows } from "./pipeline/weights.js";
 
 const NEIGHBOURS = 8;
 

@@ -8,7 +8,10 @@
  */
 import { escapeHtml } from "./base.js";
 import { topK } from "../runtime/probs.js";
-import { PipelineStage, GPT2_SMALL, layerNorm, readWeights, shapeLine, visible, weightsPhrase } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { layerNorm } from "./pipeline/kernels.js";
+import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { readWeights, weightsPhrase } from "./pipeline/weights.js";
 
 const TOP = 10;
 

@@ -8,7 +8,8 @@
  */
 import { escapeHtml } from "./base.js";
 import { parseInteger } from "./inputs.js";
-import { PipelineStage, GPT2_SMALL, shapeLine, visible } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
 
 class TxStageLoop extends PipelineStage {
   controls() {

@@ -4,7 +4,11 @@
  *
  * Shows `data-values` on the concatenation and projection figures.
  */
-import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { blockTrace } from "./pipeline/block.js";
+import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { slice2d } from "./pipeline/kernels.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 
 class TxStageMerge extends PipelineStage {
   pickers() {

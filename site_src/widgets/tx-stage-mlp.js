@@ -6,7 +6,11 @@
  * Shows `data-values` on each figure and `data-active` (share of units GELU leaves above 0).
  */
 import { escapeHtml } from "./base.js";
-import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, shapeLine, slice2d, tokenLabels, visible } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { blockTrace } from "./pipeline/block.js";
+import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { slice2d } from "./pipeline/kernels.js";
+import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
 
 class TxStageMlp extends PipelineStage {
   pickers() {

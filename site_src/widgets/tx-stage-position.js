@@ -6,9 +6,10 @@
  *
  * Shows `data-values` on each figure (rows, learned similarity, sinusoidal similarity).
  */
-import {
-  PipelineStage, GPT2_SMALL, MAX_COLS, heatmap, readWeights, shapeLine, tokenLabels,
-} from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { readWeights } from "./pipeline/weights.js";
 
 const N = 24; // positions in the similarity plots
 

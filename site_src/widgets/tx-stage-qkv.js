@@ -2,11 +2,15 @@
  * <tx-stage-qkv>: stage 5a. In the block the reader picks, LayerNorm of the block's input
  * times the fused weight c_attn (C → 3C) gives one (T, 3C) matrix, sliced into Q | K | V.
  * Recomputed here from the model's own block input (`hidden_states.{layer}`) and the block's
- * weights (the model's own, see `readWeights` in tx-pipeline-common.js).
+ * weights (the model's own, see `readWeights` in pipeline/weights.js).
  *
  * Shows `data-values` on the Q, K and V figures (first columns).
  */
-import { PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, shapeLine, slice2d, tokenLabels } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { blockTrace } from "./pipeline/block.js";
+import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { slice2d } from "./pipeline/kernels.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 
 class TxStageQkv extends PipelineStage {
   pickers() {

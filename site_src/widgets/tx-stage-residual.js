@@ -8,9 +8,12 @@
  * Shows `data-values` on the figure, `data-max-diff` on the check line and one `tr` per token.
  */
 import { escapeHtml } from "./base.js";
-import {
-  PipelineStage, GPT2_SMALL, MAX_COLS, blockTrace, heatmap, maxAbsDiff, rowStats, shapeLine, slice2d, tokenLabels, visible, weightsPhrase,
-} from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { blockTrace } from "./pipeline/block.js";
+import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { maxAbsDiff, rowStats, slice2d } from "./pipeline/kernels.js";
+import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { weightsPhrase } from "./pipeline/weights.js";
 import { Rng } from "../runtime/rng.js";
 
 const P_DROP = 0.1;

@@ -10,7 +10,8 @@ import { escapeHtml, formatProb } from "./base.js";
 import { parseInteger, parseNumber } from "./inputs.js";
 import { MAX_SEED, Rng } from "../runtime/rng.js";
 import { argmax, checkSampling, kthLargest, sampleToken } from "../runtime/sampler.js";
-import { PipelineStage, GPT2_SMALL, shapeLine, visible } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
 
 const SHOW = 12;
 

@@ -6,9 +6,11 @@
  *
  * Shows `data-values` on each figure and `data-max-diff` on the check line.
  */
-import {
-  PipelineStage, GPT2_SMALL, MAX_COLS, heatmap, maxAbsDiff, readWeights, shapeLine, slice2d, tokenLabels, weightsPhrase,
-} from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { maxAbsDiff, slice2d } from "./pipeline/kernels.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { readWeights, weightsPhrase } from "./pipeline/weights.js";
 
 class TxStageSum extends PipelineStage {
   async draw({ model, ids, run }) {

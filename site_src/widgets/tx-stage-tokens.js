@@ -8,7 +8,8 @@
 import { callDemo } from "../runtime/python.js";
 import { modelsURL } from "../runtime/paths.js";
 import { escapeHtml } from "./base.js";
-import { PipelineStage, shapeLine, visible, GPT2_SMALL } from "./tx-pipeline-common.js";
+import { PipelineStage } from "./pipeline/stage.js";
+import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
 
 let mergesText = null;
 

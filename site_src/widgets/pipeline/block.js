@@ -1,0 +1,24 @@
+/**
+ * One block of the loaded model, recomputed for the prompt: its weights (weights.js) and the
+ * model's own input to it and attention probabilities (forward.js) through the float32
+ * kernels (kernels.js), next to the model's own output of the block.
+ * @module widgets/pipeline/block
+ */
+import { traceBlock } from "./kernels.js";
+import { blockWeights } from "./weights.js";
+
+/**
+ * Everything block `layer` computes for the prompt, recomputed from the block's weights and
+ * the model's own input to that block (hidden_states[layer]): the tensors of `traceBlock`
+ * (x, ln1, qkv, q/k/v, heads, merged, attnOut, mid, ln2, fc, act, mlpOut, next) and
+ * nextModel (T,C), the model's hidden_states[layer + 1].
+ * @param {{info: {config: {n_embd: number, n_head: number}}}} model
+ * @param {{T: number, hidden: Float32Array[], attn: Float32Array[]}} run from `runForward`
+ * @param {number} layer
+ */
+export async function blockTrace(model, run, layer) {
+  const { n_embd: C, n_head: H } = model.info.config;
+  const w = await blockWeights(model, layer);
+  const trace = traceBlock(run.hidden[layer], w, run.attn[layer], { T: run.T, C, H });
+  return { ...trace, nextModel: run.hidden[layer + 1] };
+}
