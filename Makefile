@@ -37,6 +37,7 @@ VENV_STAMP := $(VENV)/.installed
 NPM_STAMP  := node_modules/.installed
 VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
+TABLES     := $(MODEL_DIR)/tables/index.json
 
 .PHONY: help serve test lint site setup assets model browser pyodide-wheels clean check-budgets
 
@@ -73,11 +74,15 @@ assets: $(VENDOR)
 $(VENDOR): site_src/sitebuild/assets.py package-lock.json | setup
 	$(PY) -m sitebuild.assets
 
-# Export, quantize, validate, package and report; a failed validation leaves no
-# manifest, so the site is not built from unchecked files and the next run retries.
-model: $(MANIFEST)
+# Export, quantize, validate, write the pipeline figures' tables, package and report; a
+# failed validation leaves no manifest, so the site is not built from unchecked files and
+# the next run retries. A model exported before the tables stage existed gets just its
+# tables (the site build copies them, and stops without them).
+model: $(MANIFEST) $(TABLES)
 $(MANIFEST): $(wildcard model_export/*.py model_export/data/*) | setup
 	$(VENV)/bin/model-export all $(MODEL_FROM) --out $(MODEL_DIR) || { rm -f $(MANIFEST); exit 1; }
+$(TABLES): | $(MANIFEST)
+	$(VENV)/bin/model-export tables --out $(MODEL_DIR)
 
 site: setup assets model
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(SITE_DIR)

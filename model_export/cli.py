@@ -4,12 +4,17 @@
     model-export build    (--preset ... | --from ...) --out DIR [--seed N] [--name NAME] [--tokenizer-src PATH]
     model-export quantize --out DIR [--variants q4x,q8x,q4,q8,fp16] [--piece-mb 40] [--inline-mb 5]
     model-export validate --out DIR [--variants ...] [--tol-hf X] [--tol-ort X] [--tol-tokens N] [--tol KEY=X ...]
+    model-export tables   --out DIR
     model-export package  --out DIR
     model-export report   --out DIR [--runs 5] [--new-tokens 64] [--threads N] [--attention-cost]
 
-``all`` runs build, quantize, validate, package and report into a temporary directory beside
-DIR and then puts it in DIR's place, so DIR is never seen half written. The other commands work
-on DIR in place, one stage each (see ``pipeline``).
+``all`` runs build, quantize, validate, tables, package and report into a temporary directory
+beside DIR and then puts it in DIR's place, so DIR is never seen half written. The other commands
+work on DIR in place, one stage each (see ``pipeline``). ``tables`` writes ``DIR/tables/``, what
+the pipeline figures read (the weights' places in the q4x files, parity logits; see ``tables``),
+and lists it in ``manifest.json`` when there is one: it brings a build made before the stage
+existed up to date without exporting again. ``build`` and ``quantize`` remove ``tables/``, since
+they replace the files it was made from.
 
 Exit status:
     0  success
@@ -157,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    every = commands.add_parser("all", help="build, quantize, validate, package and report")
+    every = commands.add_parser("all", help="build, quantize, validate, tables, package and report")
     _add_source(every)
     _add_quantize(every)
     _add_validate(every)
@@ -171,10 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     validate = commands.add_parser("validate", help="compare with PyTorch and the variants with fp32")
     _add_validate(validate)
     validate.add_argument("--variants", type=variant_list, help="variants to compare (default: those built)")
+    tables = commands.add_parser("tables", help="write tables/ for the pipeline figures (weight index, parity logits)")
     package = commands.add_parser("package", help="write manifest.json")
     report = commands.add_parser("report", help="measure speed and write report.json and report.md")
     _add_report(report)
-    for command in (every, build, quantize, validate, package, report):
+    for command in (every, build, quantize, validate, tables, package, report):
         command.add_argument("--out", required=True, type=Path, help="build directory, e.g. build/models/tiny")
     return parser
 
@@ -279,9 +285,11 @@ def run_all(args) -> int:
         if not args.skip_validate:
             with step("validate"):
                 rows = pipeline.run_validate(build, loaded, tolerances_for(args, record), args.variants, say)
+        del loaded  # free the reference models: the tables stage loads the graphs' own weights
+        with step("tables for the pipeline figures"):
+            pipeline.run_tables(build, say)
         with step("package"):
             pipeline.run_package(build, say)
-        del loaded
         with step("report"):
             pipeline.run_report(build, args.runs, args.new_tokens, args.threads, args.attention_cost,
                                 args.attention_repeats, say)
@@ -333,6 +341,16 @@ def run_validate(args) -> int:
     return finish(rows)
 
 
+def run_tables(args) -> int:
+    """``model-export tables``."""
+    from . import pipeline
+
+    with step("tables for the pipeline figures"):
+        files = pipeline.run_tables(BuildDir(args.out), say)
+    print(f"wrote {files[0].parent}/ ({len(files)} files)")
+    return EXIT_OK
+
+
 def run_package(args) -> int:
     """``model-export package``."""
     from . import pipeline
@@ -360,6 +378,7 @@ COMMANDS = {
     "build": run_build,
     "quantize": run_quantize,
     "validate": run_validate,
+    "tables": run_tables,
     "package": run_package,
     "report": run_report,
 }

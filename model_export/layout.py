@@ -1,8 +1,8 @@
 """Names and size limits of the files a build directory holds: one owner for each.
 
 ``package`` lays variants out with them, ``compact`` and ``requant`` write compact variants,
-``pipeline`` keeps its private files under :data:`BUILD_DIR`, and the site's hooks read the
-same names; none of them spells a file name or a limit of its own.
+``tables`` writes the pipeline figures' tables, ``pipeline`` keeps its private files under
+:data:`BUILD_DIR`, and the site's hooks read the same names; none of them spells a file name or a limit of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ REFERENCE = "reference.onnx"  # in BUILD_DIR: the fp32 graph every comparison is
 RECORD = "record.json"  # in BUILD_DIR: what each stage did
 EXPANDED_SUFFIX = "-expanded.onnx"  # in BUILD_DIR: a compact variant expanded as the browser does
 
+TABLES_DIR = "tables"  # the pipeline figures' weight index and parity logits (tables.py): served
+TABLES_INDEX = "index.json"  # in TABLES_DIR: where each weight is, and the parity entries
+PARITY_DIR = "parity"  # in TABLES_DIR: one file of float32 logits per source
+
 PAGES_FILE_LIMIT = 100_000_000  # GitHub Pages refuses files of this size and more
 PIECE_BYTES = 40_000_000  # largest weight file: well under PAGES_FILE_LIMIT, and small files cache well
 INLINE_BYTES = 5_000_000  # weights up to this stay inside the graph file
@@ -37,6 +41,11 @@ def piece_name(index: int) -> str:
 def expanded_name(variant: str) -> str:
     """File name, inside :data:`BUILD_DIR`, of a compact variant's expanded graph."""
     return f"{variant}{EXPANDED_SUFFIX}"
+
+
+def parity_name(source: str) -> str:
+    """Path, relative to :data:`TABLES_DIR`, of one source's parity logits: ``parity/{source}.f32``."""
+    return f"{PARITY_DIR}/{source}.f32"
 
 
 def tensor_bytes(tensor: onnx.TensorProto) -> int:

@@ -14,8 +14,9 @@ the original tensor name; ONNX Runtime folds the ``Concat`` when it loads the gr
 
 The manifest lists, per variant, its files with bytes, sha256 and role (``graph`` or ``data``),
 the execution providers it targets, its output names and its validation metrics; plus the
-model configuration, the graph's inputs and outputs, the tokenizer files and the default variant
-per backend. Paths are relative to the manifest's directory.
+model configuration, the graph's inputs and outputs, the tokenizer files, the pipeline figures'
+tables (``tables.py``) and the default variant per backend. Paths are relative to the manifest's
+directory.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ FORMAT = 2
 # same 4-bit download, pre-fills faster and holds about half the memory; q4x is next; q8
 # downloads twice as much; q4 is several times slower. On WebGPU 4-bit weights are the usual
 # format; fp16 needs the `shader-f16` feature (the runtime skips it without).
+# The configuration keys the manifest (and the figures' tables) carry.
+CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")
 VARIANT_ORDER = {"webgpu": ("q4", "fp16", "q4x", "fp32", "q8"), "wasm": ("q8x", "q4x", "q8", "fp32", "q4", "fp16")}
 
 
@@ -246,6 +249,7 @@ def build_manifest(
     tokenizer: dict[str, Path],
     validation: list[dict],
     root: str | Path,
+    tables: list[Path] = (),
     default_variants: dict[str, str] | None = None,
 ) -> dict:
     """Assembles the manifest dict.
@@ -263,12 +267,12 @@ def build_manifest(
         tokenizer: Role (``vocab``, ``merges``, ``notice``) -> file path.
         validation: The fp32 reference's validation rows as dicts (empty when skipped).
         root: The build directory.
+        tables: The files of the ``tables`` stage (index first); none when it has not run.
         default_variants: Backend -> variant name; if None, the first of ``variant_order``.
 
     Returns:
         The manifest, ready for ``write_manifest``.
     """
-    keys = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")
     order = variant_order(variants)
     if default_variants is None:
         default_variants = {backend: names[0] for backend, names in order.items()}
@@ -278,13 +282,14 @@ def build_manifest(
         "source": source,
         "seed": seed,
         "random_weights": random_weights,
-        "config": {key: config[key] for key in keys},
+        "config": {key: config[key] for key in CONFIG_KEYS},
         "inputs": inputs,
         "outputs": outputs,
         "variants": variants,
         "default_variants": default_variants,
         "variant_order": order,
         "tokenizer": {role: file_entry(path, root) for role, path in tokenizer.items()},
+        "tables": [file_entry(path, root) for path in tables],
         "validation": validation,
         "created_with": versions(),
     }
@@ -332,8 +337,9 @@ def read_manifest(out_dir: str | Path) -> dict:
 
 
 def listed_files(manifest: dict) -> list[dict]:
-    """Every file entry of the manifest: all variants' files, then the tokenizer's."""
-    return [f for v in manifest["variants"] for f in v["files"]] + list(manifest["tokenizer"].values())
+    """Every file entry of the manifest: all variants' files, then the tokenizer's and the tables'."""
+    return ([f for v in manifest["variants"] for f in v["files"]] + list(manifest["tokenizer"].values())
+            + manifest.get("tables", []))
 
 
 def file_mismatches(out_dir: str | Path, manifest: dict) -> list[str]:

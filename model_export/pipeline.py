@@ -4,7 +4,9 @@
     quantize  write the fp16 / q8 / q4 variants as a graph plus external-data pieces
     validate  compare our module with Hugging Face, the fp32 graph with our module, and every
               variant with the fp32 graph
-    package   write ``manifest.json``: files, sizes, sha256, outputs, backends, metrics
+    tables    write ``tables/``, what the pipeline figures read: where each weight is in the q4x
+              files, and parity logits of PyTorch and every graph (``tables.py``)
+    package   write ``manifest.json``: files, sizes, sha256, outputs, backends, metrics, tables
     report    measure CPU decoding speed and write ``report.json`` and ``report.md``
 
 Layout of a build directory (everything but ``.build/`` is what the site serves)::
@@ -14,6 +16,7 @@ Layout of a build directory (everything but ``.build/`` is what the site serves)
     q4/model.onnx  q4/model.onnx.data.0 ...     (and q8/, fp16/)
     q4x/model.onnx  q4x/expand.json  q4x/packed.0 ...   (4-bit download, fp32 compute)
     q8x/model.onnx  q8x/expand.json   (int8 compute from the q4x pieces: no pieces of its own)
+    tables/index.json  tables/parity/*.f32      (the pipeline figures' weight index and parity logits)
     .build/reference.onnx     the fp32 graph, the reference for every comparison (not shipped)
     .build/q4x-expanded.onnx  q4x expanded as the browser expands it (validation, reports; also q8x)
     .build/record.json        what each stage did: provenance, times, validation rows, speeds
@@ -31,7 +34,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import package
-from .layout import BUILD_DIR, GRAPH_FILE, INDEX_FILE, INLINE_BYTES, MANIFEST, PIECE_BYTES, PROTOBUF_LIMIT, RECORD, REFERENCE, expanded_name
+from .layout import (
+    BUILD_DIR,
+    GRAPH_FILE,
+    INDEX_FILE,
+    INLINE_BYTES,
+    MANIFEST,
+    PIECE_BYTES,
+    PROTOBUF_LIMIT,
+    RECORD,
+    REFERENCE,
+    TABLES_DIR,
+    expanded_name,
+)
 from .quantize import VARIANTS
 
 
@@ -64,6 +79,7 @@ class BuildDir:
         self.work = self.root / BUILD_DIR
         self.reference = self.work / REFERENCE
         self.record_path = self.work / RECORD
+        self.tables = self.root / TABLES_DIR
 
     def variant_dir(self, name: str) -> Path:
         """Directory of a shipped variant."""
@@ -98,6 +114,13 @@ class BuildDir:
         self.work.mkdir(parents=True, exist_ok=True)
         package.write_json(self.record_path, record)
         return record
+
+    def drop_tables(self, progress=print) -> None:
+        """Removes ``tables/``, made from files a stage is about to replace (``model-export tables``
+        writes it again)."""
+        if self.tables.exists():
+            shutil.rmtree(self.tables)
+            progress(f"removed {self.tables} (made from the files replaced now; run `model-export tables` again)")
 
 
 def config_of(record: dict):
@@ -156,6 +179,7 @@ def run_build(build: BuildDir, loaded: Loaded, name: str, tokenizer_src: Path, p
     tokenizer = find_tokenizer(weights.directory, tokenizer_src)
     check_vocab_size(tokenizer, model.config.vocab_size)
     build.work.mkdir(parents=True, exist_ok=True)
+    build.drop_tables(progress)
     exported = export_onnx(model, build.reference, external_data=_parameter_bytes(model) > PROTOBUF_LIMIT)
     progress(f"fp32 reference graph: {exported.bytes / 1e6:.1f} MB in {exported.seconds:.1f} s")
     inputs, outputs = graph_io(onnx.load(str(build.reference), load_external_data=False))
@@ -202,6 +226,7 @@ def run_quantize(
     if not build.reference.is_file():
         raise StageError(f"{build.reference} is missing; run `model-export build` first")
     reference = onnx.load(str(build.reference))
+    build.drop_tables(progress)
     done = dict(record.get("variants", {}))
     for name in variants:
         start = time.perf_counter()
@@ -288,8 +313,44 @@ def run_validate(build: BuildDir, loaded: Loaded, tolerances, variants: list[str
     return rows
 
 
+def run_tables(build: BuildDir, progress=print) -> list[Path]:
+    """Writes ``tables/`` (``tables.write_tables``) from the reference and the variants on disk.
+
+    When ``manifest.json`` exists it is written again, listing the new files.
+
+    Returns:
+        The written files, the index first.
+    """
+    from .tables import WEIGHTS_VARIANT, write_tables
+
+    record = build.record()
+    if not build.reference.is_file():
+        raise StageError(f"{build.reference} is missing; run `model-export build` first")
+    names = build.built_variants()
+    if not names:
+        raise StageError(f"{build.root} has no variants; run `model-export quantize --out {build.root}` first")
+    start = time.perf_counter()
+    try:
+        files = write_tables(build.tables, build.reference, build.variant_graph(WEIGHTS_VARIANT),
+                             {name: build.runnable_graph(name) for name in names}, record["config"], record["name"])
+    except ValueError as err:
+        raise StageError(f"the pipeline tables cannot be written: {err}") from err
+    seconds = time.perf_counter() - start
+    index = json.loads(files[0].read_text(encoding="utf-8"))
+    sources = [e["source"] + ("" if "path" in e else " (error)") for e in index["parity"]["logits"]]
+    progress(f"{build.tables}: weights from {index['weights']['variant'] or 'nowhere: ' + index['weights']['missing']}; "
+             f"parity logits from {', '.join(sources) or index['parity']['missing']} ({seconds:.1f} s)")
+    build.update_record(tables={"files": len(files), "bytes": sum(f.stat().st_size for f in files),
+                                "seconds": round(seconds, 1)})
+    if (build.root / MANIFEST).is_file():
+        run_package(build, progress=lambda line: None)
+    return files
+
+
 def run_package(build: BuildDir, progress=print) -> dict:
-    """Writes ``manifest.json`` from the record and the files on disk."""
+    """Writes ``manifest.json`` from the record and the files on disk (the tables when written)."""
+    from .tables import table_files
+
     record = build.record()
     names = build.built_variants()
     if not names:
@@ -316,6 +377,7 @@ def run_package(build: BuildDir, progress=print) -> dict:
         tokenizer={role: build.root / file for role, file in record["tokenizer"]["files"].items()},
         validation=reference_rows,
         root=build.root,
+        tables=table_files(build.tables),
     )
     path = package.write_manifest(build.root, manifest)
     progress(f"{path}: {len(entries)} variant(s), " + ", ".join(f"{v['name']} {v['bytes'] / 1e6:.1f} MB" for v in entries))

@@ -10,7 +10,10 @@ After MkDocs has written the pages, this copies
 * ``site_src/runtime``, ``widgets`` and ``styles`` to ``site/assets/tx/``, with
   ``widgets/index.js`` importing every ``tx-*.js`` widget file;
 * ``build/models/<extra.tx_model>/`` to ``site/models/<name>/`` and writes
-  ``site/models/index.json`` naming the default model;
+  ``site/models/index.json`` naming the default model. The model directory holds everything
+  its pages serve, the pipeline figures' ``tables/`` included (written by ``model-export``);
+  a model lacking a file its ``manifest.json`` lists, or the tables, stops the build with the
+  command that makes it;
 * onnxruntime-web's plain WASM build (``ort.wasm.min.mjs`` and its ``.mjs``/``.wasm``)
   next to the WebGPU bundle when ``build/vendor/ort`` lacks it: the model worker's WASM
   backend runs several times faster with it.
@@ -28,7 +31,8 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from model_export.layout import MANIFEST
+from model_export.layout import MANIFEST, TABLES_DIR
+from model_export.package import listed_files
 from sitebuild.assets import install_demos_wheel
 from sitebuild.paths import MODELS, NODE_MODULES, ROOT, SITE_SRC, VENDOR
 
@@ -45,6 +49,23 @@ def _require(path: Path, hint: str) -> Path:
     if not path.exists():
         raise PluginError(f"{path.relative_to(ROOT)} is missing: {hint}")
     return path
+
+
+def check_model(model_dir: Path, manifest: dict, name: str) -> None:
+    """Stops the build when the model lacks its tables or a file its manifest lists.
+
+    Raises:
+        PluginError: Saying which command builds what is missing.
+    """
+    where = model_dir.relative_to(ROOT) if model_dir.is_relative_to(ROOT) else model_dir
+    if not manifest.get("tables"):
+        raise PluginError(f"{where}/{TABLES_DIR}/ is missing: the pipeline figures' weight index and parity logits, "
+                          f"which `model-export` writes since its `tables` stage (an older build). Run "
+                          f"`make model MODEL={name}`, or add just them: `.venv/bin/model-export tables --out {where}`")
+    missing = [f["path"] for f in listed_files(manifest) if not (model_dir / f["path"]).is_file()]
+    if missing:
+        raise PluginError(f"{where} lacks {len(missing)} file(s) its {MANIFEST} lists ({', '.join(missing[:3])}"
+                          f"{', ...' if len(missing) > 3 else ''}): rebuild with `make model MODEL={name}`")
 
 
 def _copy_tree(src: Path, dst: Path) -> None:
@@ -82,5 +103,6 @@ def on_post_build(config) -> None:
     model = config["extra"]["tx_model"]
     model_dir = _require(MODELS / model, f"run `make model MODEL={model}` first")
     manifest = json.loads(_require(model_dir / MANIFEST, f"rebuild with `make model MODEL={model}`").read_text())
+    check_model(model_dir, manifest, model)
     _copy_tree(model_dir, site / "models" / model)
     (site / "models" / "index.json").write_text(json.dumps({"default": model, "models": {model: {"config": manifest["config"]}}}))
