@@ -7,17 +7,12 @@ error on the console, fails the test that caused it.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
+from served import SITE, block_other_origins
 from sitebuild.chromium import find_chromium
 from sitebuild.serve import serve_in_thread
-
-ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))  # another built site: TX_SITE=/path
-
 
 BASE_ARGS = [
     "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
@@ -74,18 +69,7 @@ class WatchedPage:
         self.external: list[str] = []
         self.errors: list[str] = []
         self.expected: list[str] = []  # markers of errors a test provoked on purpose
-        origin = site_url.rstrip("/")
-        local = (origin, "data:", "blob:")
-
-        def route(r):
-            if r.request.url.startswith(local):
-                r.continue_()
-            else:
-                self.external.append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
-        context.on("request", lambda req: None if req.url.startswith(local) else self.external.append(req.url))
+        block_other_origins(context, [site_url], self.external)
         self.page = context.new_page()
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))

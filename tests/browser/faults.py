@@ -14,29 +14,14 @@ A fault is named by a kind:
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from urllib.parse import urlparse
 
+from served import SITE, manifest, model_dir
 from sitebuild.serve import MIME_TYPES
-
-ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
-
 
 #: What a "garbage" fault serves: not a script, not WebAssembly, not JSON, not a zip.
 GARBAGE = b"this is not the file you are looking for\n" * 64
-
-
-def model_dir() -> Path:
-    """The site's default model directory (models/<name>/)."""
-    name = json.loads((SITE / "models" / "index.json").read_text())["default"]
-    return SITE / "models" / name
-
-
-def manifest() -> dict:
-    """The default model's manifest.json."""
-    return json.loads((model_dir() / "manifest.json").read_text())
 
 
 def model_file_urls() -> set[str]:

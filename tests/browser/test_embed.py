@@ -24,9 +24,10 @@ import numpy as np
 import pytest
 
 from demos import attention, bpe, rope, sampling
+from served import block_other_origins
 from sitebuild.chromium import find_chromium
 from sitebuild.serve import make_server
-from widget_checks import TOL, assert_close
+from widget_checks import TOL, assert_close, shown_attention
 
 pytestmark = pytest.mark.browser
 
@@ -115,17 +116,7 @@ class Watch:
 
     def __init__(self, context, origins):
         self.external, self.errors = [], []
-        allowed = tuple(o.rstrip("/") for o in origins) + ("data:", "blob:")
-
-        def route(r):
-            if r.request.url.startswith(allowed):
-                r.continue_()
-            else:
-                self.external.append(r.request.url)
-                r.abort()
-
-        context.route("**/*", route)
-        context.on("request", lambda req: None if req.url.startswith(allowed) else self.external.append(req.url))
+        block_other_origins(context, origins, self.external)
         context.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         context.on("weberror", lambda e: self.errors.append(f"uncaught: {e.error}"))
         context.on("response", lambda r: self.errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None)
@@ -320,16 +311,6 @@ def test_next_token_by_script_tag_matches_the_site(course, site_page):
 
 
 # ---------------------------------------------------------------- by iframe
-
-
-def shown_attention(widget):
-    cells = widget.evaluate("""el => [...el.shadowRoot.querySelectorAll('.cell')].map(c =>
-        [Number(c.dataset.row), Number(c.dataset.col), c.dataset.weight, c.dataset.masked === 'true'])""")
-    n = int(math.isqrt(len(cells)))
-    weights, masked = np.zeros((n, n)), np.zeros((n, n), dtype=bool)
-    for i, j, w, m in cells:
-        weights[i, j], masked[i, j] = float(w), m
-    return weights, masked
 
 
 def wait_sized(page, frame_id):

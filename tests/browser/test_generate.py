@@ -11,27 +11,16 @@ variant that onnxruntime reproduces to ~1e-6 (fp32 or q4; see EXACT_VARIANTS).
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
+from served import manifest, model_dir
 from test_generate_reference import OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
 
-SITE = Path(os.environ.get("TX_SITE", Path(__file__).resolve().parents[2] / "site"))
 PAGE = "generate/"
 NEW_TOKENS = 32
-
-
-def model_dir() -> Path:
-    name = json.loads((SITE / "models" / "index.json").read_text())["default"]
-    return SITE / "models" / name
-
-
-def manifest() -> dict:
-    return json.loads((model_dir() / "manifest.json").read_text())
 
 
 @pytest.fixture(scope="module")

@@ -1,30 +1,18 @@
 """The lab widgets <tx-attention>, <tx-size-calc>, <tx-positional> and <tx-rope> show
 exactly what the same demos calls compute in CPython, after a reader changes a control."""
 
-import math
 
 import numpy as np
 import pytest
 
 from demos import attention, positional, rope, size
-from widget_checks import TOL, assert_close, wait_error, wait_ready
+from widget_checks import TOL, assert_close, press_keys, shown_attention, wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
 
 
 # ---------------------------------------------------------------------------
 # <tx-attention>
-
-
-def shown_attention(widget):
-    """The displayed cells as (T, T) weight and masked matrices."""
-    cells = widget.evaluate("""el => [...el.shadowRoot.querySelectorAll('.cell')].map(c =>
-        [Number(c.dataset.row), Number(c.dataset.col), c.dataset.weight, c.dataset.masked === 'true'])""")
-    n = int(math.isqrt(len(cells)))
-    weights, masked = np.zeros((n, n)), np.zeros((n, n), dtype=bool)
-    for i, j, w, m in cells:
-        weights[i, j], masked[i, j] = float(w), m
-    return weights, masked
 
 
 def test_attention_explorer_matches_cpython(page):
@@ -135,12 +123,8 @@ def test_position_widgets_match_cpython(page):
     p = page.goto("labs/positions/")
     widget = p.locator("tx-positional")
     wait_ready(p, "tx-positional", {"d_model": 32})
-    widget.locator('[name="d_model"]').focus()
-    for _ in range(4):
-        p.keyboard.press("ArrowLeft")  # 32 -> 24
-    widget.locator('[name="n_positions"]').focus()
-    for _ in range(12):
-        p.keyboard.press("ArrowLeft")  # 32 -> 20
+    press_keys(widget.locator('[name="d_model"]'), "ArrowLeft", 4)  # 32 -> 24
+    press_keys(widget.locator('[name="n_positions"]'), "ArrowLeft", 12)  # 32 -> 20
     widget.locator('[name="k"]').fill("11")
     request = wait_ready(p, "tx-positional", {"d_model": 24, "n_positions": 20, "k": 11})
     expected = positional.sinusoidal_view(**request)
@@ -166,12 +150,8 @@ def test_position_widgets_match_cpython(page):
     widget = p.locator("tx-rope")
     wait_ready(p, "tx-rope", {"m": 6, "n": 2})
     widget.locator('[name="d"]').select_option("64")
-    widget.locator('[name="m"]').focus()
-    for _ in range(4):
-        p.keyboard.press("ArrowRight")  # 6 -> 10
-    widget.locator('[name="pair"]').focus()
-    for _ in range(3):
-        p.keyboard.press("ArrowRight")  # 0 -> 3
+    press_keys(widget.locator('[name="m"]'), "ArrowRight", 4)  # 6 -> 10
+    press_keys(widget.locator('[name="pair"]'), "ArrowRight", 3)  # 0 -> 3
     request = wait_ready(p, "tx-rope", {"d": 64, "m": 10, "pair": 3})
     expected = rope.rope_view(**request)
     for attr, key in (("data-theta", "theta"), ("data-score", "score"), ("data-relative-score", "relative_score"),
@@ -185,11 +165,7 @@ def test_position_widgets_match_cpython(page):
 
     # Moving the key by the same amount keeps the logit: only m - n matters.
     score = float(widget.locator("[data-score]").get_attribute("data-score"))
-    widget.locator('[name="n"]').focus()
-    for _ in range(4):
-        p.keyboard.press("ArrowRight")  # 2 -> 6
-    widget.locator('[name="m"]').focus()
-    for _ in range(4):
-        p.keyboard.press("ArrowRight")  # 10 -> 14
+    press_keys(widget.locator('[name="n"]'), "ArrowRight", 4)  # 2 -> 6
+    press_keys(widget.locator('[name="m"]'), "ArrowRight", 4)  # 10 -> 14
     wait_ready(p, "tx-rope", {"m": 14, "n": 6})
     assert float(widget.locator("[data-score]").get_attribute("data-score")) == pytest.approx(score, rel=1e-12)

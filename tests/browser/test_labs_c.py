@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from demos import bpe, embeddings, ffn, flash, kv_cache, moe, norms
-from widget_checks import TOL, assert_close, wait_error, wait_ready
+from widget_checks import TOL, assert_close, press_keys, wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -80,9 +80,7 @@ def test_norms_and_ffn_widgets_match_cpython(page):
 
     # The reader types a shifted vector and shortens the stack with the keyboard.
     widget.locator('[name="vector"]').fill("101, 102, 103, 110")
-    widget.locator('[name="depth"]').focus()
-    for _ in range(4):
-        p.keyboard.press("ArrowLeft")
+    press_keys(widget.locator('[name="depth"]'), "ArrowLeft", 4)
     request = wait_ready(p, "tx-norms", {"x": [101, 102, 103, 110], "depth": 20})
     expected = norms.compare_norms(request["x"], eps=request["eps"])
     shown = shown_norm_stats(widget)
@@ -251,9 +249,7 @@ def test_bpe_widget_matches_cpython(page):
     widget.locator('[name="space"]').uncheck()
     widget.locator('[name="word"]').fill("Tokenization, unbelievably!")
     widget.locator('[name="corpus"]').fill("low low low lower lowest newer newest wide wider")
-    widget.locator('[name="num_merges"]').focus()
-    for _ in range(4):
-        p.keyboard.press("ArrowRight")
+    press_keys(widget.locator('[name="num_merges"]'), "ArrowRight", 4)
     request = wait_ready(p, "tx-bpe", {"text": "Tokenization, unbelievably!", "num_merges": 14})
     applied = bpe.apply_merges(request["text"], merges)
     assert json.loads(widget.get_attribute("data-tokens")) == applied["tokens"]

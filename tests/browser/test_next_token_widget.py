@@ -6,28 +6,16 @@ test_generate_reference.py): q8's logits differ by ~1e-2 between WASM and x86, e
 to reorder a random-weight model's nearly tied top ten.
 """
 
-import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from served import manifest, model_dir
 from test_generate_reference import OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
 
-SITE = Path(os.environ.get("TX_SITE", Path(__file__).resolve().parents[2] / "site"))
 TOP = 10
-
-
-def model_dir() -> Path:
-    name = json.loads((SITE / "models" / "index.json").read_text())["default"]
-    return SITE / "models" / name
-
-
-def manifest() -> dict:
-    return json.loads((model_dir() / "manifest.json").read_text())
 
 
 @pytest.fixture(scope="module")

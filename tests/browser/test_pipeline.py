@@ -9,30 +9,24 @@ weights that ``tables/index.json`` (``site_src/sitebuild/pipeline_hook.py``) loc
 
 import json
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from model_export.gpt2 import GPT2Config
 from model_export.runtime import OrtGPT2, prompt_outputs
-from sitebuild.pipeline_hook import layout_tensor
+from model_export.tables import layout_tensor
+from served import model_dir
 from test_generate_reference import graph_path
 
 pytestmark = pytest.mark.browser
 
-SITE = Path(os.environ.get("TX_SITE", Path(__file__).resolve().parents[2] / "site"))
 PROMPT = "Data visualization empowers users to"
 PAGES = ["", "01-tokenization/", "02-token-embedding/", "03-positional-encoding/", "04-final-embedding/",
          "05a-qkv/", "05b-heads/", "05c-attention/", "05d-recombine/", "05e-mlp/",
          "05f-norm-residual-dropout/", "06-logits/", "07-sampling/", "08-autoregression/"]
 TOL = 1e-4
 SAME_WEIGHTS_TOL = 1e-5  # the page's recomputation vs the model's outputs, when both use the same weights
-
-
-def model_dir() -> Path:
-    return SITE / "models" / json.loads((SITE / "models" / "index.json").read_text())["default"]
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -47,11 +46,10 @@ import pytest
 
 from conftest import NO_SERVICE_WORKER
 from reader import DESKTOP_WIDTH, PHONE_WIDTH, bad_values, clipped, overflow, overlapping_text, screenshot_widgets
+from served import ROOT, SITE
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 FIRST_TIMEOUT_MS = 180_000  # the first page starts Pyodide and the model: allow the cold start
 PAGE_TIMEOUT_MS = 90_000

@@ -13,20 +13,17 @@ import base64
 import functools
 import hashlib
 import json
-import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from faults import manifest, model_dir, model_fault_route, serve_patched_manifest
+from served import ROOT, SITE
 from test_generate_reference import EXACT_VARIANTS, OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 API_PAGE = "404.html"  # a themed page with the site's scripts and no model widget
 TOKENIZER_CORPUS = ROOT / "tests" / "js" / "fixtures" / "tokenizer_corpus.json"
 PROMPT = "The Transformer reads the whole prompt at once, naïve café 東京 🤗"

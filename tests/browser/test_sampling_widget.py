@@ -5,6 +5,7 @@ import json
 import pytest
 
 from demos import sampling
+from widget_checks import press_keys
 
 pytestmark = pytest.mark.browser
 
@@ -34,12 +35,8 @@ def test_probabilities_match_cpython_after_moving_sliders(page):
 
     # Move the sliders the way a reader does: keyboard steps on the range inputs.
     temperature = widget.locator('input[name="temperature"]')
-    temperature.focus()
-    for _ in range(6):
-        p.keyboard.press("ArrowLeft")           # 1.00 -> 0.70
-    widget.locator('input[name="top_k"]').focus()
-    for _ in range(5):
-        p.keyboard.press("ArrowRight")          # off -> 5
+    press_keys(temperature, "ArrowLeft", 6)  # 1.00 -> 0.70
+    press_keys(widget.locator('input[name="top_k"]'), "ArrowRight", 5)  # off -> 5
     widget.locator('input[name="top_p"]').focus()
     p.keyboard.press("ArrowLeft")               # 1.00 -> 0.95
     wait_for_request(p, {"temperature": 0.7, "top_k": 5, "top_p": 0.95})

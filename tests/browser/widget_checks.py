@@ -4,6 +4,7 @@ its error text, and float64 agreement with the CPython reference."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 
@@ -39,3 +40,21 @@ def assert_close(actual, expected, tol=TOL):
     """Elementwise agreement in float64 within `tol`, relative and absolute."""
     np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
                                rtol=tol, atol=tol)
+
+
+def shown_attention(widget):
+    """The displayed cells as (T, T) weight and masked matrices."""
+    cells = widget.evaluate("""el => [...el.shadowRoot.querySelectorAll('.cell')].map(c =>
+        [Number(c.dataset.row), Number(c.dataset.col), c.dataset.weight, c.dataset.masked === 'true'])""")
+    n = int(math.isqrt(len(cells)))
+    weights, masked = np.zeros((n, n)), np.zeros((n, n), dtype=bool)
+    for i, j, w, m in cells:
+        weights[i, j], masked[i, j] = float(w), m
+    return weights, masked
+
+
+def press_keys(control, key, times):
+    """Focus `control` and press `key` on it `times` times, as a keyboard reader would."""
+    control.focus()
+    for _ in range(times):
+        control.page.keyboard.press(key)
