@@ -35,14 +35,13 @@ from .layout import GRAPH_FILE, INDEX_FILE, INLINE_BYTES, MANIFEST, PACKED_PREFI
 from .tokenizer import sha256_file
 
 FORMAT = 2
+CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")  # the manifest's (and the tables') config
 # Per backend, the order in which a browser should try the variants, best first; the manifest
 # carries it (``variant_order``) to the runtime (runtime/variants.js) and the embed pages
 # (embed_hook.py). Measured by bench/browser.py: on WASM q8x decodes as fast as q4x from the
 # same 4-bit download, pre-fills faster and holds about half the memory; q4x is next; q8
 # downloads twice as much; q4 is several times slower. On WebGPU 4-bit weights are the usual
 # format; fp16 needs the `shader-f16` feature (the runtime skips it without).
-# The configuration keys the manifest (and the figures' tables) carry.
-CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")
 VARIANT_ORDER = {"webgpu": ("q4", "fp16", "q4x", "fp32", "q8"), "wasm": ("q8x", "q4x", "q8", "fp32", "q4", "fp16")}
 
 
@@ -249,7 +248,7 @@ def build_manifest(
     tokenizer: dict[str, Path],
     validation: list[dict],
     root: str | Path,
-    tables: list[Path] = (),
+    tables: list[Path] | None = None,
     default_variants: dict[str, str] | None = None,
 ) -> dict:
     """Assembles the manifest dict.
@@ -289,7 +288,7 @@ def build_manifest(
         "default_variants": default_variants,
         "variant_order": order,
         "tokenizer": {role: file_entry(path, root) for role, path in tokenizer.items()},
-        "tables": [file_entry(path, root) for path in tables],
+        "tables": [file_entry(path, root) for path in tables or []],
         "validation": validation,
         "created_with": versions(),
     }
