@@ -2,6 +2,7 @@
 the corrected snippets agree with independent implementations (plain loops, and
 PyTorch where it is installed)."""
 
+import dataclasses
 import math
 import signal
 import sys
@@ -13,8 +14,9 @@ import numpy as np
 import pytest
 
 from demo_checks import assert_plain as check_plain
-from demos import bugs
-from demos.bugs import check, get_bug, list_bugs, reveal
+from demos import _bug_catalogue as catalogue
+from demos import _sandbox as sandbox
+from demos.bugs import check, check_all_references, get_bug, list_bugs, reveal
 
 assert_plain = partial(check_plain, allow_none=True)
 
@@ -50,6 +52,12 @@ def test_snippet_defines_its_signature(bug_id):
     assert_plain(answer)
 
 
+def test_a_diff_line_without_a_marker_is_refused():
+    bug = dataclasses.replace(catalogue.BUGS["causal_mask"], diff="  x = 1\n *y = 2\n")
+    with pytest.raises(ValueError, match="starts with ' ', '-' or '[+]'"):
+        _ = bug.code
+
+
 # ---------------------------------------------------------------------------
 # check: buggy fails, reference passes
 
@@ -60,7 +68,7 @@ def test_buggy_code_fails_without_giving_the_answer(bug_id):
     assert result["passed"] is False
     assert result["error"] is None, result["message"]  # it runs: the bug is in the numbers
     assert result["failed_case"] == result["cases_passed"] + 1
-    assert result["message"].startswith(f"Input {result['failed_case']} of {bugs.NUM_CASES} (")
+    assert result["message"].startswith(f"Input {result['failed_case']} of {sandbox.NUM_CASES} (")
     assert result["max_abs_error"] > 1e-3
     assert result["diagnosis"] is None and result["reference"] is None
     assert_plain(result)
@@ -69,17 +77,17 @@ def test_buggy_code_fails_without_giving_the_answer(bug_id):
 @pytest.mark.parametrize("bug_id", IDS)
 def test_buggy_code_fails_on_every_input(bug_id):
     """Each seeded input catches the bug on its own, so no check passes by luck."""
-    bug = bugs.BUGS[bug_id]
+    bug = catalogue.BUGS[bug_id]
     buggy, fixed = {}, {}
     exec(bug.code, buggy)
     exec(bug.reference, fixed)
-    for case in range(bugs.NUM_CASES):
+    for case in range(sandbox.NUM_CASES):
         inputs = bug.make_inputs(np.random.default_rng(1000 + case))
-        got = np.asarray(buggy[bug.function](*bugs._copy(inputs).values()), dtype=float)
-        want = np.asarray(fixed[bug.function](*bugs._copy(inputs).values()), dtype=float)
+        got = np.asarray(buggy[bug.function](*sandbox._copy(inputs).values()), dtype=float)
+        want = np.asarray(fixed[bug.function](*sandbox._copy(inputs).values()), dtype=float)
         if bug.select is not None:
             got, want = bug.select(inputs, got), bug.select(inputs, want)
-        assert got.shape != want.shape or not np.allclose(got, want, rtol=bugs.RTOL, atol=bugs.ATOL)
+        assert got.shape != want.shape or not np.allclose(got, want, rtol=sandbox.RTOL, atol=sandbox.ATOL)
 
 
 @pytest.mark.parametrize("bug_id", IDS)
@@ -87,7 +95,7 @@ def test_reference_passes_and_shows_the_diagnosis(bug_id):
     answer = reveal(bug_id)
     result = check(bug_id, answer["reference"])
     assert result["passed"] is True, result["message"]
-    assert result["cases_passed"] == result["num_cases"] == bugs.NUM_CASES
+    assert result["cases_passed"] == result["num_cases"] == sandbox.NUM_CASES
     assert result["failed_case"] is None and result["error"] is None
     assert result["max_abs_error"] == 0.0
     assert result["diagnosis"] == answer["diagnosis"] and result["reference"] == answer["reference"]
@@ -103,7 +111,7 @@ def test_reveal_gives_the_answer_on_a_failing_check():
 
 
 def test_every_reference_passes():
-    assert bugs.check_all_references() == {bug_id: True for bug_id in IDS}
+    assert check_all_references() == {bug_id: True for bug_id in IDS}
 
 
 def test_equivalent_rewrite_passes():
@@ -175,7 +183,7 @@ def test_printed_output_is_returned():
     code = reveal("layer_norm_axis")["reference"].replace('    """LayerNorm', '    print("shape", x.shape)\n    """LayerNorm')
     result = check("layer_norm_axis", code)
     assert result["passed"]
-    assert result["output"].count("shape (") == bugs.NUM_CASES
+    assert result["output"].count("shape (") == sandbox.NUM_CASES
 
 
 def test_system_exit_is_reported_not_raised():
@@ -189,7 +197,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="must be a string"):
         check("causal_mask", 42)
     with pytest.raises(ValueError, match="too long"):
-        check("causal_mask", "#" * (bugs.MAX_CODE_CHARS + 1))
+        check("causal_mask", "#" * (sandbox.MAX_CODE_CHARS + 1))
     with pytest.raises(ValueError, match="unknown snippet"):
         reveal("nope")
 
@@ -235,7 +243,7 @@ def test_endless_loop_is_stopped_by_an_interrupt():
 def reference(bug_id):
     namespace = {}
     exec(reveal(bug_id)["reference"], namespace)
-    return namespace[bugs.BUGS[bug_id].function]
+    return namespace[catalogue.BUGS[bug_id].function]
 
 
 def loop_attention(q, k, v, allowed):
@@ -254,7 +262,7 @@ def loop_attention(q, k, v, allowed):
 
 
 def inputs_for(bug_id, seed):
-    return bugs.BUGS[bug_id].make_inputs(np.random.default_rng(seed))
+    return catalogue.BUGS[bug_id].make_inputs(np.random.default_rng(seed))
 
 
 SEEDS = range(7, 12)  # not the seeds check uses
@@ -348,8 +356,8 @@ def test_references_match_torch(seed):
     T = x["q"].shape[1]
     real = torch.arange(T)[None, :] < torch.tensor(x["lengths"])[:, None]  # (B, T)
     want = F.scaled_dot_product_attention(t(x["q"]), t(x["k"]), t(x["v"]), attn_mask=real[:, None, :])
-    np.testing.assert_allclose(bugs._real_rows(x, reference("padding_mask")(**x)),
-                               bugs._real_rows(x, want.numpy()), atol=1e-12)
+    np.testing.assert_allclose(catalogue._real_rows(x, reference("padding_mask")(**x)),
+                               catalogue._real_rows(x, want.numpy()), atol=1e-12)
 
     x = inputs_for("head_split", seed)
     T, d_model = x["x"].shape
