@@ -148,12 +148,3 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     except ValueError as err:
         raise PluginError(f"{page.file.src_path}: {err}") from err
 
-
-def __getattr__(name: str):
-    """``layout_tensor``, moved to ``model_export.tables``, for ``tests/browser/test_pipeline.py``,
-    which still imports it from here; imported on use only (``model_export.tables`` imports torch)."""
-    if name == "layout_tensor":
-        from model_export.tables import layout_tensor
-
-        return layout_tensor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
