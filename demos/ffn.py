@@ -24,14 +24,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_array as _as_float_array
+from demos._checks import as_finite as _as_finite
 from demos._checks import as_int as _as_int
 from demos._checks import as_number as _as_number
-from demos._checks import bad_leaf as _bad_leaf
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, e.g. T token vectors of width d
 
 MAX_POINTS = 10_001  # cap on curve samples
-MAX_ELEMENTS = 1_000_000
 APPROXIMATIONS = ("none", "tanh")  # the names torch.nn.functional.gelu uses
 
 _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf applied elementwise
@@ -49,31 +49,12 @@ def _as_approximate(approximate):
 
 def _as_array(name, x, ndim=None):
     """Nested lists of finite numbers as a float64 array (optionally of a given ndim)."""
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "iuf":
-            raise ValueError(f"{name} must hold numbers, got dtype {x.dtype}.")
-        a = x.astype(np.float64)
-    else:
-        if isinstance(x, (str, bytes, dict)) or not hasattr(x, "__iter__"):
-            raise ValueError(f"{name} must be a list of numbers, got {type(x).__name__}.")
-        bad = _bad_leaf(x)
-        if bad:
-            raise ValueError(f"{name} contains {bad[0]!r}; every entry must be a number.")
-        try:
-            a = np.array(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a rectangular list of numbers (no text, no ragged rows).") from None
-        except OverflowError:
-            raise ValueError(f"{name} has a number too large for float64.") from None
+    a = _as_float_array(name, x)
     if a.size == 0:
         raise ValueError(f"{name} is empty.")
     if ndim is not None and a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimension(s), got shape {a.shape}.")
-    if a.size > MAX_ELEMENTS:
-        raise ValueError(f"{name} has {a.size} numbers; the demos accept at most {MAX_ELEMENTS}.")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or infinity; every entry must be finite.")
-    return a
+    return _as_finite(name, a)
 
 
 # ----------------------------------------------------------------------------

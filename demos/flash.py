@@ -29,12 +29,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import MAX_ELEMENTS
+from demos._checks import as_array as _as_float_array
+from demos._checks import as_finite as _as_finite
 from demos._checks import as_int as _as_int
-from demos._checks import bad_leaf as _bad_leaf
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, e.g. T token vectors of width d
 
-MAX_ELEMENTS = 1_000_000
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -49,27 +50,10 @@ def _as_bool(name, value):
 
 
 def _as_matrix(name, x):
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "iuf":
-            raise ValueError(f"{name} must hold numbers, got dtype {x.dtype}.")
-        a = x.astype(np.float64)
-    else:
-        if isinstance(x, (str, bytes, dict)) or not hasattr(x, "__iter__"):
-            raise ValueError(f"{name} must be a list of vectors, got {type(x).__name__}.")
-        bad = _bad_leaf(x)
-        if bad:
-            raise ValueError(f"{name} contains {bad[0]!r}; every entry must be a number.")
-        try:
-            a = np.array(x, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"{name} must be a rectangular list of finite numbers.") from None
+    a = _as_float_array(name, x, what="vectors")
     if a.ndim != 2 or a.size == 0:
         raise ValueError(f"{name} must be a non-empty matrix (tokens × width), got shape {a.shape}.")
-    if a.size > MAX_ELEMENTS:
-        raise ValueError(f"{name} has {a.size} numbers; the demos accept at most {MAX_ELEMENTS}.")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or infinity.")
-    return a
+    return _as_finite(name, a)
 
 
 def _as_qkv(q, k, v, causal):

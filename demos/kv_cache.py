@@ -25,8 +25,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_array as _as_float_array
+from demos._checks import as_finite as _as_finite
 from demos._checks import as_int as _as_int
-from demos._checks import bad_leaf as _bad_leaf
 
 BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 
@@ -37,7 +38,6 @@ PRESETS = {
     "llama-7b-gqa": {"label": "LLaMA-7B shape, GQA with 8 KV heads",
                      "n_layer": 32, "n_head": 32, "d_head": 128, "gqa_kv_heads": 8},
 }
-MAX_ELEMENTS = 1_000_000
 MAX_TOKENS = 10_000_000
 
 
@@ -55,24 +55,12 @@ def _as_heads(q, k, v):
     """q (H, T, d), k and v (H_kv, T, d) from (T, d) or (heads, T, d) nested lists."""
     arrays = []
     for name, x in (("q", q), ("k", k), ("v", v)):
-        if isinstance(x, (str, bytes, dict)) or not hasattr(x, "__iter__"):
-            raise ValueError(f"{name} must be a list of vectors, got {type(x).__name__}.")
-        bad = _bad_leaf(x)
-        if bad:
-            raise ValueError(f"{name} contains {bad[0]!r}; every entry must be a number.")
-        try:
-            a = np.array(x, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError(f"{name} must be a rectangular list of finite numbers.") from None
+        a = _as_float_array(name, x, what="vectors")
         if a.ndim == 2:
             a = a[None]  # one head
         if a.ndim != 3 or a.size == 0:
             raise ValueError(f"{name} must have shape (T, d) or (heads, T, d), got {a.shape}.")
-        if a.size > MAX_ELEMENTS:
-            raise ValueError(f"{name} has {a.size} numbers; the demos accept at most {MAX_ELEMENTS}.")
-        if not np.isfinite(a).all():
-            raise ValueError(f"{name} contains NaN or infinity.")
-        arrays.append(a)
+        arrays.append(_as_finite(name, a))
     q, k, v = arrays
     if k.shape != v.shape:
         raise ValueError(f"k and v must have the same shape, got {k.shape} and {v.shape}.")

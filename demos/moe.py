@@ -33,14 +33,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import as_array as _as_float_array
+from demos._checks import as_finite as _as_finite
 from demos._checks import as_int as _as_int
 from demos._checks import as_number as _as_number
-from demos._checks import bad_leaf as _bad_leaf
 
 Matrix = Sequence[Sequence[float]]  # rows of numbers, e.g. T token vectors of width d
 
 MAX_EXPERTS = 512
-MAX_ELEMENTS = 1_000_000
 MAX_STEPS = 300
 # the toy training dynamic of `routing_collapse` (see its docstring)
 COLLAPSE_WIDTH = 16
@@ -55,29 +55,10 @@ COLLAPSE_INIT = 0.5
 
 def _as_array(name, x, ndim):
     """Nested lists of finite numbers as a float64 array with `ndim` dimensions."""
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "iuf":
-            raise ValueError(f"{name} must hold numbers, got dtype {x.dtype}.")
-        a = x.astype(np.float64)
-    else:
-        if isinstance(x, (str, bytes, dict)) or not hasattr(x, "__iter__"):
-            raise ValueError(f"{name} must be a list of numbers, got {type(x).__name__}.")
-        bad = _bad_leaf(x)
-        if bad:
-            raise ValueError(f"{name} contains {bad[0]!r}; every entry must be a number.")
-        try:
-            a = np.array(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a rectangular list of numbers (no text, no ragged rows).") from None
-        except OverflowError:
-            raise ValueError(f"{name} has a number too large for float64.") from None
+    a = _as_float_array(name, x)
     if a.ndim != ndim or a.size == 0:
         raise ValueError(f"{name} must be a non-empty array with {ndim} dimensions, got shape {a.shape}.")
-    if a.size > MAX_ELEMENTS:
-        raise ValueError(f"{name} has {a.size} numbers; the demos accept at most {MAX_ELEMENTS}.")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or infinity; every entry must be finite.")
-    return a
+    return _as_finite(name, a)
 
 
 def _as_probs(probs):

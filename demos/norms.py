@@ -28,10 +28,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from demos._checks import MAX_ELEMENTS
+from demos._checks import as_array as _as_float_array
+from demos._checks import as_finite as _as_finite
 from demos._checks import as_int as _as_int
 from demos._checks import as_number as _as_number
 
-MAX_ELEMENTS = 1_000_000  # cap on input size, so a widget cannot freeze the tab
 MAX_DEPTH = 200
 MAX_WIDTH = 1024
 
@@ -49,35 +51,28 @@ def _as_eps(eps):
 
 def _as_array(name, x):
     """A float64 array of shape (d,) or (T, d) from nested lists of finite numbers."""
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind not in "iuf":
-            raise ValueError(f"{name} must hold numbers, got dtype {x.dtype}.")
-        a = x.astype(np.float64)
-    else:
-        if isinstance(x, (str, bytes, dict)) or not hasattr(x, "__iter__"):
-            raise ValueError(f"{name} must be a list of numbers, got {type(x).__name__}.")
-        rows = list(x)
-        if rows and all(hasattr(r, "__iter__") and not isinstance(r, (str, bytes, dict)) for r in rows):
-            rows = [list(r) for r in rows]
-            if len({len(r) for r in rows}) > 1:
-                raise ValueError(f"every row of {name} must have the same length.")
-            flat = [v for r in rows for v in r]
-        else:
-            flat = rows
-        for v in flat:
-            if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise ValueError(f"{name} contains {v!r}; every entry must be a number.")
-        try:
-            a = np.array(rows, dtype=np.float64)
-        except OverflowError:
-            raise ValueError(f"{name} has a number too large for float64.") from None
+    if not isinstance(x, (np.ndarray, str, bytes, dict)) and hasattr(x, "__iter__"):
+        x = _as_rows(name, x)
+    a = _as_float_array(name, x)
     if a.ndim not in (1, 2) or a.size == 0 or a.shape[-1] == 0:
         raise ValueError(f"{name} must be a non-empty vector (d,) or matrix (T, d), got shape {a.shape}.")
-    if a.size > MAX_ELEMENTS:
-        raise ValueError(f"{name} has {a.size} numbers; the demos accept at most {MAX_ELEMENTS}.")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or infinity; every entry must be finite.")
-    return a
+    return _as_finite(name, a)
+
+
+def _as_rows(name, x):
+    """A list of numbers (d,) or of equal-length lists of numbers (T, d); deeper nesting is refused."""
+    rows = list(x)
+    if rows and all(hasattr(r, "__iter__") and not isinstance(r, (str, bytes, dict)) for r in rows):
+        rows = [list(r) for r in rows]
+        if len({len(r) for r in rows}) > 1:
+            raise ValueError(f"every row of {name} must have the same length.")
+        flat = [v for r in rows for v in r]
+    else:
+        flat = rows
+    for v in flat:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise ValueError(f"{name} contains {v!r}; every entry must be a number.")
+    return rows
 
 
 def _as_param(name, value, d, default):

@@ -19,9 +19,10 @@ multiples of the spacing between adjacent numbers of the dtype near the exact su
 """
 
 import math
-import numbers
 
 import numpy as np
+
+from demos import _checks
 
 DTYPES = ("float16", "float32", "float64")
 MAX_ELEMENTS = 2_000_000  # n * num_orders cap, so a widget cannot freeze the tab
@@ -35,13 +36,7 @@ FLIP_TOKENS = (" yes", " no")
 
 
 def _as_int(name, value, low, high):
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low:,} and {high:,}, got {value:,}.")
-    return int(value)
+    return _checks.as_int(name, value, low, high, grouping=",")
 
 
 def _as_dtype(dtype):

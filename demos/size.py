@@ -23,7 +23,7 @@ parameter). A mixture-of-experts FFN stores every expert but runs only `top_k`
 of them (plus any shared experts) per token: total versus active parameters.
 """
 
-import numbers
+from demos import _checks
 
 BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
 TRAIN_FLOPS_PER_PARAM_TOKEN = 6  # ~2 for the forward pass, ~4 for the backward pass
@@ -118,15 +118,9 @@ PRESETS = [
 # input checking: every message names the field, and the widget shows it
 
 
-def _as_count(name, value, low=1, high=10**7):
+def _as_count(name, value, low, high):
     """A whole number in [low, high]; a float with no fractional part is accepted (JavaScript)."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low:,} and {high:,}, got {value:,}.")
-    return int(value)
+    return _checks.as_int(name, value, low, high, grouping=",")
 
 
 def _as_flag(name, value):
