@@ -186,7 +186,7 @@ def test_low_memory_offers_the_smaller_variant_before_any_download(page, plan, w
     prefix = f"/models/{model_dir().name}/"
     fetched = {r[len(prefix):] for r in model_requests(requests, plan) if r.startswith(prefix)}
     # The smaller variant's session, not the default's (a stage page's figures also read the
-    # weights from q4x's packed files, see tx-pipeline-common.js, whatever variant runs).
+    # weights from q4x's packed files, see pipeline/weights.js, whatever variant runs).
     assert plan["graphs"][plan["smaller"]] in fetched and plan["graphs"][plan["default"]] not in fetched, fetched
     if tag == "tx-generate":
         generate_some(p)
