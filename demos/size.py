@@ -64,12 +64,11 @@ def llama_ffn_width(d_model: int, multiple_of: int = 256) -> int:
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
-def _preset(pid, name, family, published, label, base, n_layer, d_model, n_head, source, note="",
-            train_tokens=None):
+def _preset(pid, name, family, published, label, base, n_layer, d_model, n_head, source, train_tokens):
     d_ff = llama_ffn_width(d_model) if base is LLAMA else 4 * d_model
     config = dict(base, n_layer=n_layer, d_model=d_model, n_head=n_head, d_ff=d_ff)
     return {"id": pid, "name": name, "family": family, "config": config, "published": published,
-            "published_label": label, "train_tokens": train_tokens, "source": source, "note": note}
+            "published_label": label, "train_tokens": train_tokens, "source": source, "note": _NOTES.get(pid, "")}
 
 
 _GPT2_SRC = "OpenAI's GPT-2 release (checkpoint names 124M/355M/774M/1558M); shapes from Hugging Face's configs"
@@ -77,40 +76,34 @@ _GPT3_SRC = "GPT-3 family table (lecture notes, from the GPT-3 paper); 2048 posi
 _LLAMA_SRC = "LLaMA table (lecture notes, from the LLaMA paper); FFN width 2/3 of 4d rounded up to 256"
 _BERT_SRC = "BERT table (lecture notes): about 110M and 340M; counted as Hugging Face's BertModel"
 
-PRESETS = [
-    _preset("gpt2-small", "GPT-2 small", "GPT-2", 124_000_000, "124M", GPT2, 12, 768, 12, _GPT2_SRC),
-    _preset("gpt2-medium", "GPT-2 medium", "GPT-2", 355_000_000, "355M", GPT2, 24, 1024, 16, _GPT2_SRC),
-    _preset("gpt2-large", "GPT-2 large", "GPT-2", 774_000_000, "774M", GPT2, 36, 1280, 20, _GPT2_SRC),
-    _preset("gpt2-xl", "GPT-2 XL", "GPT-2", 1_558_000_000, "1558M", GPT2, 48, 1600, 25, _GPT2_SRC),
-    _preset("bert-base", "BERT-Base", "BERT", 110_000_000, "110M", BERT, 12, 768, 12, _BERT_SRC),
-    _preset("bert-large", "BERT-Large", "BERT", 340_000_000, "340M", BERT, 24, 1024, 16, _BERT_SRC),
-    _preset("gpt3-small", "GPT-3 Small", "GPT-3", 125_000_000, "125M", GPT3, 12, 768, 12, _GPT3_SRC,
-            train_tokens=300_000_000_000),
-    _preset("gpt3-medium", "GPT-3 Medium", "GPT-3", 350_000_000, "350M", GPT3, 24, 1024, 16, _GPT3_SRC,
-            train_tokens=300_000_000_000),
-    _preset("gpt3-large", "GPT-3 Large", "GPT-3", 760_000_000, "760M", GPT3, 24, 1536, 16, _GPT3_SRC,
-            train_tokens=300_000_000_000),
-    _preset("gpt3-xl", "GPT-3 XL", "GPT-3", 1_300_000_000, "1.3B", GPT3, 24, 2048, 16, _GPT3_SRC,
-            note="The table lists 24 heads of width 128, which would be 3072 wide, not 2048; "
-                 "16 heads of 128 fit the width (the head count does not change the parameter count).",
-            train_tokens=300_000_000_000),
-    _preset("gpt3-2.7b", "GPT-3 2.7B", "GPT-3", 2_700_000_000, "2.7B", GPT3, 32, 2560, 32, _GPT3_SRC,
-            train_tokens=300_000_000_000),
-    _preset("gpt3-6.7b", "GPT-3 6.7B", "GPT-3", 6_700_000_000, "6.7B", GPT3, 32, 4096, 32, _GPT3_SRC,
-            train_tokens=300_000_000_000),
-    _preset("gpt3-13b", "GPT-3 13B", "GPT-3", 13_000_000_000, "13B", GPT3, 40, 5120, 40, _GPT3_SRC,
-            note="The table prints the width as 5140, but 40 heads of width 128 make 5120.",
-            train_tokens=300_000_000_000),
-    _preset("gpt3-175b", "GPT-3 175B", "GPT-3", 175_000_000_000, "175B", GPT3, 96, 12288, 96, _GPT3_SRC,
-            train_tokens=300_000_000_000),
-    _preset("llama-7b", "LLaMA 7B", "LLaMA", 6_700_000_000, "6.7B", LLAMA, 32, 4096, 32, _LLAMA_SRC,
-            train_tokens=1_000_000_000_000),
-    _preset("llama-13b", "LLaMA 13B", "LLaMA", 13_000_000_000, "13.0B", LLAMA, 40, 5120, 40, _LLAMA_SRC,
-            train_tokens=1_000_000_000_000),
-    _preset("llama-33b", "LLaMA 33B", "LLaMA", 32_500_000_000, "32.5B", LLAMA, 60, 6656, 52, _LLAMA_SRC,
-            train_tokens=1_400_000_000_000),
-    _preset("llama-65b", "LLaMA 65B", "LLaMA", 65_200_000_000, "65.2B", LLAMA, 80, 8192, 64, _LLAMA_SRC,
-            train_tokens=1_400_000_000_000),
+_300B, _1T, _1_4T = 300_000_000_000, 1_000_000_000_000, 1_400_000_000_000  # training tokens in the papers
+
+_NOTES = {  # where a preset departs from its source table
+    "gpt3-xl":
+        "The table lists 24 heads of width 128, which would be 3072 wide, not 2048; "
+        "16 heads of 128 fit the width (the head count does not change the parameter count).",
+    "gpt3-13b": "The table prints the width as 5140, but 40 heads of width 128 make 5120.",
+}
+
+PRESETS = [  # id, name, family, published count and its label, base, n_layer, d_model, n_head, source, training tokens or None
+    _preset("gpt2-small", "GPT-2 small", "GPT-2", 124_000_000, "124M", GPT2, 12, 768, 12, _GPT2_SRC, None),
+    _preset("gpt2-medium", "GPT-2 medium", "GPT-2", 355_000_000, "355M", GPT2, 24, 1024, 16, _GPT2_SRC, None),
+    _preset("gpt2-large", "GPT-2 large", "GPT-2", 774_000_000, "774M", GPT2, 36, 1280, 20, _GPT2_SRC, None),
+    _preset("gpt2-xl", "GPT-2 XL", "GPT-2", 1_558_000_000, "1558M", GPT2, 48, 1600, 25, _GPT2_SRC, None),
+    _preset("bert-base", "BERT-Base", "BERT", 110_000_000, "110M", BERT, 12, 768, 12, _BERT_SRC, None),
+    _preset("bert-large", "BERT-Large", "BERT", 340_000_000, "340M", BERT, 24, 1024, 16, _BERT_SRC, None),
+    _preset("gpt3-small", "GPT-3 Small", "GPT-3", 125_000_000, "125M", GPT3, 12, 768, 12, _GPT3_SRC, _300B),
+    _preset("gpt3-medium", "GPT-3 Medium", "GPT-3", 350_000_000, "350M", GPT3, 24, 1024, 16, _GPT3_SRC, _300B),
+    _preset("gpt3-large", "GPT-3 Large", "GPT-3", 760_000_000, "760M", GPT3, 24, 1536, 16, _GPT3_SRC, _300B),
+    _preset("gpt3-xl", "GPT-3 XL", "GPT-3", 1_300_000_000, "1.3B", GPT3, 24, 2048, 16, _GPT3_SRC, _300B),
+    _preset("gpt3-2.7b", "GPT-3 2.7B", "GPT-3", 2_700_000_000, "2.7B", GPT3, 32, 2560, 32, _GPT3_SRC, _300B),
+    _preset("gpt3-6.7b", "GPT-3 6.7B", "GPT-3", 6_700_000_000, "6.7B", GPT3, 32, 4096, 32, _GPT3_SRC, _300B),
+    _preset("gpt3-13b", "GPT-3 13B", "GPT-3", 13_000_000_000, "13B", GPT3, 40, 5120, 40, _GPT3_SRC, _300B),
+    _preset("gpt3-175b", "GPT-3 175B", "GPT-3", 175_000_000_000, "175B", GPT3, 96, 12288, 96, _GPT3_SRC, _300B),
+    _preset("llama-7b", "LLaMA 7B", "LLaMA", 6_700_000_000, "6.7B", LLAMA, 32, 4096, 32, _LLAMA_SRC, _1T),
+    _preset("llama-13b", "LLaMA 13B", "LLaMA", 13_000_000_000, "13.0B", LLAMA, 40, 5120, 40, _LLAMA_SRC, _1T),
+    _preset("llama-33b", "LLaMA 33B", "LLaMA", 32_500_000_000, "32.5B", LLAMA, 60, 6656, 52, _LLAMA_SRC, _1_4T),
+    _preset("llama-65b", "LLaMA 65B", "LLaMA", 65_200_000_000, "65.2B", LLAMA, 80, 8192, 64, _LLAMA_SRC, _1_4T),
 ]
 
 
