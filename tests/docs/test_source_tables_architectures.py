@@ -15,59 +15,22 @@ the figures the pages derive from those tables (ratios, parameter estimates, sum
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import re
 from pathlib import Path
 
 import pytest
+from source_tables import NUMBER, ROOT, assert_page_shows, assert_phrase_rows, assert_well_formed, flat, load_tables, occurs_as_number, page_text, table_lines
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
 SEED_DIRS = [Path(os.environ["TX_SEEDS"])] if os.environ.get("TX_SEEDS") else []
 SEED_DIRS += [ROOT / "shared" / "seeds", ROOT.parent / "shared" / "seeds"]
 SEEDS = next((d for d in SEED_DIRS if d.is_dir()), SEED_DIRS[-1])  # TX_SEEDS=/path overrides
-DATA = json.loads((DOCS / "data" / "seed_tables.json").read_text(encoding="utf-8"))
-TABLES = {table["id"]: table for table in DATA["tables"]}
-NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+DATA, TABLES = load_tables("seed_tables.json")
 
 needs_seeds = pytest.mark.skipif(not SEEDS.is_dir(), reason=f"seed documents not found at {SEEDS}")
 
 
 # --- helpers -----------------------------------------------------------------------------
-
-def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
-    """All pipe tables of a Markdown text as (header, rows), cells stripped."""
-    tables, block = [], []
-    for line in text.splitlines() + [""]:
-        if line.lstrip().startswith("|"):
-            block.append(line.strip())
-            continue
-        if len(block) >= 2 and set(block[1]) <= set("|-: "):
-            cells = [_pipe_cells(row) for row in block]
-            tables.append((cells[0], cells[2:]))
-        block = []
-    return tables
-
-
-def _pipe_cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
-
-
-def seed_lines(text: str) -> list[list[str]]:
-    """Table-like lines of a seed: tab-separated or Markdown rows, empty cells dropped."""
-    rows = []
-    for line in text.splitlines():
-        if "\t" in line:
-            cells = line.split("\t")
-        elif line.lstrip().startswith("|"):
-            cells = _pipe_cells(line)
-        else:
-            continue
-        rows.append([c.strip() for c in cells if c.strip()])
-    return rows
-
 
 def seed_text(name: str) -> str:
     return (SEEDS / name).read_text(encoding="utf-8")
@@ -78,42 +41,20 @@ def seed_columns(table: dict) -> list[int]:
     return [i for i in range(len(table["header"])) if i not in skipped]
 
 
-def occurs_as_number(number: str, text: str) -> bool:
-    return re.search(rf"(?<![0-9.]){re.escape(number)}(?![0-9]|\.[0-9])", text) is not None
-
-
-def page_text(page: str) -> str:
-    return (DOCS / page).read_text(encoding="utf-8")
-
-
 # --- the data file -----------------------------------------------------------------------
 
 def test_data_file_is_well_formed():
-    assert len(TABLES) == len(DATA["tables"]), "table ids must be unique"
+    assert_well_formed(DATA, TABLES, "seed_phrases")
     for table in DATA["tables"]:
-        width = len(table["header"])
-        assert table["check"] in {"rows", "phrases"}, table["id"]
-        assert all(len(row) == width for row in table["rows"]), table["id"]
-        assert (DOCS / table["page"]).is_file(), table["page"]
-        if table["check"] == "phrases":
-            assert len(table["seed_phrases"]) == len(table["rows"]), table["id"]
         for column in table.get("not_in_seed", {}).get("columns", []):
-            assert 0 <= column < width and table["not_in_seed"]["source"], table["id"]
+            assert 0 <= column < len(table["header"]) and table["not_in_seed"]["source"], table["id"]
 
 
 # --- (a) data against the pages -----------------------------------------------------------
 
 @pytest.mark.parametrize("table_id", sorted(TABLES))
 def test_page_shows_the_table_cell_by_cell(table_id):
-    table = TABLES[table_id]
-    found = [rows for header, rows in markdown_tables(page_text(table["page"])) if header == table["header"]]
-    assert len(found) == 1, f"{table['page']}: expected one table with header {table['header']}, found {len(found)}"
-    rows = found[0]
-    assert len(rows) == len(table["rows"]), f"{table['page']}: {len(rows)} rows, data has {len(table['rows'])}"
-    for r, (shown, expected) in enumerate(zip(rows, table["rows"])):
-        for c, (cell, want) in enumerate(zip(shown, expected)):
-            assert cell == want, f"{table['page']} row {r + 1}, column {table['header'][c]!r}: {cell!r} != {want!r}"
-        assert len(shown) == len(expected), f"{table['page']} row {r + 1} has {len(shown)} cells"
+    assert_page_shows(TABLES[table_id])
 
 
 # --- (b) data against the seeds -----------------------------------------------------------
@@ -122,7 +63,7 @@ def test_page_shows_the_table_cell_by_cell(table_id):
 @pytest.mark.parametrize("table_id", sorted(t for t in TABLES if TABLES[t]["check"] == "rows"))
 def test_rows_appear_in_the_seed(table_id):
     table = TABLES[table_id]
-    lines = seed_lines(seed_text(table["seed"]))
+    lines = table_lines(seed_text(table["seed"]))
     keep = seed_columns(table)
     expected = [table["header"]] if table.get("header_in_seed") else []
     expected += table["rows"]
@@ -135,14 +76,7 @@ def test_rows_appear_in_the_seed(table_id):
 @pytest.mark.parametrize("table_id", sorted(t for t in TABLES if TABLES[t]["check"] == "phrases"))
 def test_phrase_rows_come_from_the_seed_prose(table_id):
     table = TABLES[table_id]
-    text = " ".join(seed_text(table["seed"]).split())
-    for row, phrases in zip(table["rows"], table["seed_phrases"]):
-        for phrase in phrases:
-            assert phrase in text, f"{table['seed']} does not contain {phrase!r}"
-        for cell in row:
-            for number in NUMBER.findall(cell):
-                assert any(occurs_as_number(number, p) for p in phrases), \
-                    f"{table_id}: {number} (in {cell!r}) is not in the row's seed phrases {phrases}"
+    assert_phrase_rows(table, "seed_phrases", flat(seed_text(table["seed"])), table["seed"])
 
 
 @needs_seeds

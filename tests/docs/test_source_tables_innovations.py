@@ -18,7 +18,6 @@ and checks facts quoted from the sources against the source text.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -26,16 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from source_tables import ROOT, assert_page_shows, assert_phrase_rows, assert_well_formed, flat, load_tables, markdown_tables, page_text, table_lines
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCS = ROOT / "docs"
 SHARED_DIRS = [Path(os.environ["TX_SHARED"])] if os.environ.get("TX_SHARED") else []
 SHARED_DIRS += [ROOT / "shared", ROOT.parent / "shared"]
 SHARED = next((d for d in SHARED_DIRS if d.is_dir()), SHARED_DIRS[-1])  # TX_SHARED=/path overrides
 SEEDS = Path(os.environ["TX_SEEDS"]) if os.environ.get("TX_SEEDS") else SHARED / "seeds"
-DATA = json.loads((DOCS / "data" / "seed_tables_2.json").read_text(encoding="utf-8"))
-TABLES = {table["id"]: table for table in DATA["tables"]}
-NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")
+DATA, TABLES = load_tables("seed_tables_2.json")
 
 needs_sources = pytest.mark.skipif(not SEEDS.is_dir() or not (SHARED / "ARCHITECTURE.md").is_file(),
                                    reason=f"source documents not found under {SHARED}")
@@ -43,68 +39,18 @@ needs_sources = pytest.mark.skipif(not SEEDS.is_dir() or not (SHARED / "ARCHITEC
 
 # --- helpers -----------------------------------------------------------------------------
 
-def _pipe_cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
-
-
-def markdown_tables(text: str) -> list[tuple[list[str], list[list[str]]]]:
-    """All pipe tables of a Markdown text as (header, rows), cells stripped."""
-    tables, block = [], []
-    for line in text.splitlines() + [""]:
-        if line.lstrip().startswith("|"):
-            block.append(line.strip())
-            continue
-        if len(block) >= 2 and set(block[1]) <= set("|-: "):
-            cells = [_pipe_cells(row) for row in block]
-            tables.append((cells[0], cells[2:]))
-        block = []
-    return tables
-
-
-def source_lines(text: str) -> list[list[str]]:
-    """Table-like lines of a source: tab-separated or Markdown rows, empty cells dropped."""
-    rows = []
-    for line in text.splitlines():
-        if "\t" in line:
-            cells = line.split("\t")
-        elif line.lstrip().startswith("|"):
-            cells = _pipe_cells(line)
-        else:
-            continue
-        rows.append([c.strip() for c in cells if c.strip()])
-    return rows
-
-
 def source_text(name: str) -> str:
     path = SEEDS / name.removeprefix("seeds/") if name.startswith("seeds/") else SHARED / name
     return path.read_text(encoding="utf-8")
 
 
-def occurs_as_number(number: str, text: str) -> bool:
-    return re.search(rf"(?<![0-9.]){re.escape(number)}(?![0-9]|\.[0-9])", text) is not None
-
-
-def page_text(page: str) -> str:
-    return (DOCS / page).read_text(encoding="utf-8")
-
-
-def flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 # --- the data file -----------------------------------------------------------------------
 
 def test_data_file_is_well_formed():
-    assert len(TABLES) == len(DATA["tables"]), "table ids must be unique"
+    assert_well_formed(DATA, TABLES, "phrases")
     for table in DATA["tables"]:
-        width = len(table["header"])
-        assert table["check"] in {"rows", "phrases"}, table["id"]
-        assert all(len(row) == width for row in table["rows"]), table["id"]
-        assert (DOCS / table["page"]).is_file(), table["page"]
-        if table["check"] == "phrases":
-            assert len(table["phrases"]) == len(table["rows"]), table["id"]
         if "source_columns" in table:
-            assert len(table["source_columns"]) == width, table["id"]
+            assert len(table["source_columns"]) == len(table["header"]), table["id"]
 
 
 # --- (a) data against the pages -----------------------------------------------------------
@@ -112,14 +58,7 @@ def test_data_file_is_well_formed():
 @pytest.mark.parametrize("table_id", sorted(TABLES))
 def test_page_shows_the_table_cell_by_cell(table_id):
     table = TABLES[table_id]
-    found = [rows for header, rows in markdown_tables(page_text(table["page"])) if header == table["header"]]
-    assert len(found) == 1, f"{table['page']}: expected one table with header {table['header']}, found {len(found)}"
-    rows = found[0]
-    assert len(rows) == len(table["rows"]), f"{table['page']}: {len(rows)} rows, data has {len(table['rows'])}"
-    for r, (shown, expected) in enumerate(zip(rows, table["rows"])):
-        assert len(shown) == len(expected), f"{table['page']} row {r + 1} has {len(shown)} cells"
-        for c, (cell, want) in enumerate(zip(shown, expected)):
-            assert cell == want, f"{table['page']} row {r + 1}, column {table['header'][c]!r}: {cell!r} != {want!r}"
+    assert_page_shows(table)
     for spanning in table.get("spanning_rows", []):
         assert flat(spanning["page_sentence"]) in flat(page_text(table["page"])), spanning["page_sentence"]
 
@@ -130,7 +69,7 @@ def test_page_shows_the_table_cell_by_cell(table_id):
 @pytest.mark.parametrize("table_id", sorted(t for t in TABLES if TABLES[t]["check"] == "rows"))
 def test_rows_appear_in_the_source(table_id):
     table = TABLES[table_id]
-    lines = source_lines(source_text(table["source"]))
+    lines = table_lines(source_text(table["source"]))
     columns = table.get("source_columns")
     expected = [table["header"]] if table.get("header_in_source") else []
     for row in expected + table["rows"]:
@@ -148,14 +87,7 @@ def test_rows_appear_in_the_source(table_id):
 @pytest.mark.parametrize("table_id", sorted(t for t in TABLES if TABLES[t]["check"] == "phrases"))
 def test_phrase_rows_come_from_the_source_prose(table_id):
     table = TABLES[table_id]
-    text = flat(source_text(table["source"]))
-    for row, phrases in zip(table["rows"], table["phrases"]):
-        for phrase in phrases:
-            assert phrase in text, f"{table['source']} does not contain {phrase!r}"
-        for cell in row:
-            for number in NUMBER.findall(cell):
-                assert any(occurs_as_number(number, p) for p in phrases), \
-                    f"{table_id}: {number} (in {cell!r}) is not in the row's source phrases"
+    assert_phrase_rows(table, "phrases", flat(source_text(table["source"])), table["source"])
 
 
 # --- (c) facts the pages quote from the sources -------------------------------------------------
