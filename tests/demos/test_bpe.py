@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from demo_checks import assert_plain
-from demos import bpe
 from demos.bpe import apply_merges, byte_to_unicode, pretokenize, train_bpe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,8 +247,3 @@ BAD = [
 def test_bad_input_raises_readable_value_error(func, kwargs, message):
     with pytest.raises(ValueError, match=message):
         func(**kwargs)
-
-
-def test_public_functions_are_documented():
-    for name in ("byte_to_unicode", "pretokenize", "apply_merges", "train_bpe"):
-        assert getattr(bpe, name).__doc__

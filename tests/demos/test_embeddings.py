@@ -215,8 +215,3 @@ BAD = [
 def test_bad_input_raises_readable_value_error(func, kwargs, message):
     with pytest.raises(ValueError, match=message):
         func(**kwargs)
-
-
-def test_public_functions_are_documented():
-    for name in ("vocabulary", "one_hot", "cosine_similarity", "cosine_matrix", "compare_representations", "analogy"):
-        assert getattr(embeddings, name).__doc__

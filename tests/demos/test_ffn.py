@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from demo_checks import assert_close as close
 from demo_checks import assert_plain
-from demos import ffn
 from demos.ffn import gelu, gelu_curves, mlp_forward, mlp_shapes
 
 
@@ -160,8 +159,3 @@ BAD = [
 def test_bad_input_raises_readable_value_error(func, kwargs, message):
     with pytest.raises(ValueError, match=message):
         func(**kwargs)
-
-
-def test_public_functions_are_documented():
-    for name in ("gelu", "gelu_curves", "mlp_shapes", "mlp_forward"):
-        assert getattr(ffn, name).__doc__

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from demo_checks import NUMBERS, TOL
 from demo_checks import assert_close as close
 from demo_checks import assert_plain as check_plain
-from demos import moe
 from demos.moe import load_balancing_loss, moe_layer, parameter_counts, route, routing_collapse
 
 assert_plain = partial(check_plain, leaves=NUMBERS)
@@ -293,8 +292,3 @@ BAD = [
 def test_bad_input_raises_readable_value_error(func, kwargs, message):
     with pytest.raises(ValueError, match=message):
         func(**kwargs)
-
-
-def test_public_functions_are_documented():
-    for name in ("route", "load_balancing_loss", "moe_layer", "routing_collapse", "parameter_counts"):
-        assert getattr(moe, name).__doc__

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from demo_checks import NUMBERS, TOL
 from demo_checks import assert_close as close
 from demo_checks import assert_plain as check_plain
-from demos import norms
 from demos.norms import compare_norms, layer_norm, random_vector, residual_stream_growth, rms_norm
 
 assert_plain = partial(check_plain, leaves=NUMBERS)
@@ -206,8 +205,3 @@ BAD = [
 def test_bad_input_raises_readable_value_error(func, kwargs, message):
     with pytest.raises(ValueError, match=message):
         func(**kwargs)
-
-
-def test_public_functions_are_documented():
-    for name in ("layer_norm", "rms_norm", "random_vector", "compare_norms", "residual_stream_growth"):
-        assert getattr(norms, name).__doc__
