@@ -35,12 +35,12 @@ table, so every result is deterministic.
 """
 
 import math
-import numbers
 from collections.abc import Sequence
 
 import numpy as np
 
 from demos._checks import as_int as _as_int
+from demos._checks import as_number_between as _as_float
 
 START, END = "<s>", "</s>"
 TOKENS = ["the", "a", "cat", "dog", "sat", "ran", "away", END]  # the vocabulary, in table order
@@ -68,14 +68,6 @@ MAX_TEMPERATURE = 10.0
 
 # ----------------------------------------------------------------------------
 # input checking: every message is shown to the reader by the widget
-
-
-def _as_float(name, value, low, high):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValueError(f"{name} must be a number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return float(value)
 
 
 def _as_words(tokens):

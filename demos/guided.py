@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from demos._checks import as_int as _as_int
+from demos._checks import as_number_between as _as_number
 
 NAME_PIECES = ["Ada", "Bo", "Eve", "Lin", "Max", "Zo"]
 DIGITS = [str(i) for i in range(10)]
@@ -52,46 +53,42 @@ _DIGIT_IDS = [_ID[d] for d in DIGITS]
 # the grammar: a state machine over token ids
 
 
+# where the next token is forced, or one of two: state -> {token: next state}
+_FIXED_MOVES = {
+    "start": {"{": "open"},
+    "open": {'"name"': "name_key"},
+    "name_key": {":": "name_colon"},
+    "name_colon": {" ": "name_space", '"': "string"},
+    "name_space": {'"': "string"},
+    "string_end": {",": "comma"},
+    "comma": {" ": "comma_space", '"age"': "age_key"},
+    "comma_space": {'"age"': "age_key"},
+    "age_key": {":": "age_colon"},
+    "zero": {"}": "close"},
+    "close": {"<eos>": "done"},
+}
+
+
 def _transitions(state):
     """{token id: next state} for a state; an empty dict once the answer is complete."""
     kind, n = state
-    if kind == "start":
-        return {_ID["{"]: ("open", 0)}
-    if kind == "open":
-        return {_ID['"name"']: ("name_key", 0)}
-    if kind == "name_key":
-        return {_ID[":"]: ("name_colon", 0)}
-    if kind == "name_colon":
-        return {_ID[" "]: ("name_space", 0), _ID['"']: ("string", 0)}
-    if kind == "name_space":
-        return {_ID['"']: ("string", 0)}
+    if kind in _FIXED_MOVES:
+        return {_ID[token]: (after, 0) for token, after in _FIXED_MOVES[kind].items()}
     if kind == "string":  # n name pieces so far
         moves = {} if n == 0 else {_ID['"']: ("string_end", 0)}
         if n < MAX_NAME_PIECES:
             moves.update({i: ("string", n + 1) for i in _PIECE_IDS})
         return moves
-    if kind == "string_end":
-        return {_ID[","]: ("comma", 0)}
-    if kind == "comma":
-        return {_ID[" "]: ("comma_space", 0), _ID['"age"']: ("age_key", 0)}
-    if kind == "comma_space":
-        return {_ID['"age"']: ("age_key", 0)}
-    if kind == "age_key":
-        return {_ID[":"]: ("age_colon", 0)}
     if kind in ("age_colon", "age_space"):
         moves = {_ID["0"]: ("zero", 0)} | {i: ("int", 1) for i in _DIGIT_IDS[1:]}
         if kind == "age_colon":
             moves[_ID[" "]] = ("age_space", 0)
         return moves
-    if kind == "zero":
-        return {_ID["}"]: ("close", 0)}
     if kind == "int":  # n digits so far
         moves = {_ID["}"]: ("close", 0)}
         if n < MAX_DIGITS:
             moves.update({i: ("int", n + 1) for i in _DIGIT_IDS})
         return moves
-    if kind == "close":
-        return {EOS: ("done", 0)}
     return {}  # "done"
 
 
@@ -165,14 +162,6 @@ def _as_ids(prefix):
             raise ValueError(f"prefix[{k}] is {i!r}; token ids are whole numbers from 0 to {V - 1}.")
         ids.append(int(i))
     return ids
-
-
-def _as_number(name, value, low, high):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValueError(f"{name} must be a number, got {value!r}.")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
-    return float(value)
 
 
 # ----------------------------------------------------------------------------
