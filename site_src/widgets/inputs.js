@@ -55,14 +55,25 @@ export function describeRange({ min = -Infinity, max = Infinity, integer = false
  * @throws {InputError}
  */
 export function parseNumber(text, spec) {
-  const raw = String(text ?? "").trim();
-  const value = raw === "" ? NaN : Number(raw);
+  const value = readNumber(text);
   const { min = -Infinity, integer = false } = spec;
   const max = integer ? Math.min(spec.max ?? Infinity, Number.MAX_SAFE_INTEGER) : spec.max ?? Infinity;
   if (!Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
     throw new InputError(`${spec.label} must be ${describeRange({ ...spec, max: spec.max ?? Infinity })}.`, spec.name ?? null);
   }
   return value;
+}
+
+/**
+ * The number written in `text` as JavaScript's Number() reads it after trimming, with no
+ * range and no message: NaN for "" or anything that is not a number (the caller says what
+ * is wrong, e.g. about two fields together).
+ * @param {string|number|null|undefined} text
+ * @returns {number}
+ */
+export function readNumber(text) {
+  const raw = String(text ?? "").trim();
+  return raw === "" ? NaN : Number(raw);
 }
 
 /** parseNumber for whole numbers. */

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
-  InputError, describeRange, formatNumber, parseChoice, parseInteger, parseNumber, parseSelect,
+  InputError, describeRange, formatNumber, parseChoice, parseInteger, parseNumber, parseSelect, readNumber,
 } from '../../site_src/widgets/inputs.js';
 
 const CONTEXT = { label: 'The context', min: 1, max: 1_000_000, unit: 'tokens' };
@@ -59,4 +59,12 @@ test('a select that a script or an attribute set to no option is refused', () =>
   assert.equal(parseSelect(select('float16', 1), { label: 'The precision' }), 'float16');
   assert.throws(() => parseSelect(select('', -1), { label: 'The precision' }),
     (err) => err.message === 'The precision must be one of “float32” or “float16”.' && err.input === 'dtype');
+});
+
+test('readNumber reads as Number() does after trimming, and gives NaN for nothing', () => {
+  assert.equal(readNumber(' -4 '), -4);
+  assert.equal(readNumber('1e3'), 1000);
+  assert.equal(readNumber(2.5), 2.5);
+  assert.equal(readNumber('Infinity'), Infinity); // the caller decides: parseNumber refuses it
+  for (const nothing of ['', '   ', null, undefined, 'abc', '1,5']) assert.ok(Number.isNaN(readNumber(nothing)), String(nothing));
 });
