@@ -17,9 +17,10 @@
  * Every cell carries its weight in `data-weight` (full precision) and `data-masked`;
  * masked cells are hatched and read "masked" to screen readers.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
 import { parseInteger, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const DEFAULT_SENTENCE = "The cat sat on the mat because it was tired";
 const MAX_HEADS = 8;
@@ -60,7 +61,7 @@ const STYLE = `
   .legend .hatch { background: repeating-linear-gradient(45deg, var(--tx-border) 0 2px, transparent 2px 6px); border-style: dashed; }
 `;
 
-class TxAttention extends TxElement {
+class TxAttention extends TxLab {
   template() {
     const heads = Array.from({ length: MAX_HEADS }, (_, i) => `<option value="${i + 1}">${i + 1}</option>`).join("");
     return `<style>${STYLE}</style>
@@ -81,42 +82,26 @@ class TxAttention extends TxElement {
       </div>`;
   }
 
-  mount() {
+  setup() {
     this._source ??= toySource;
-    const input = (name) => this.$(`[name="${name}"]`);
-    input("sentence").value = this.getAttribute("sentence") ?? DEFAULT_SENTENCE;
-    input("heads").value = this.getAttribute("heads") ?? "2";
-    input("causal").checked = this.hasAttribute("causal");
-    input("padding").value = this.getAttribute("padding") ?? "0";
+    this.wire({ sentence: this.getAttribute("sentence") ?? DEFAULT_SENTENCE }, { run: () => this.updateSoon(250) });
+    this.wire({ heads: this.getAttribute("heads") ?? "2", causal: this.hasAttribute("causal") }, { on: "change" });
+    this.wire({ padding: this.getAttribute("padding") ?? "0" });
     this.seed = this.getAttribute("seed") ?? "0"; // checked by request()
     this.selectedHead = 0;
-
-    let timer = null;
-    input("sentence").addEventListener("input", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => this.update(), 250);
-    });
-    for (const name of ["heads", "causal", "padding"]) input(name).addEventListener(name === "padding" ? "input" : "change", () => this.update());
-    input("head").addEventListener("change", () => {
-      if (input("head").selectedIndex < 0) { // a script chose no head: keep the one shown
-        input("head").value = String(this.selectedHead);
+    const head = this.field("head");
+    head.addEventListener("change", () => {
+      if (head.selectedIndex < 0) { // a script chose no head: keep the one shown
+        head.value = String(this.selectedHead);
         return;
       }
-      this.selectedHead = Number(input("head").value);
+      this.selectedHead = Number(head.value);
       if (this.result) this.render();
     });
     const grid = this.$(".grid");
     grid.addEventListener("keydown", (event) => this.moveFocus(event));
     grid.addEventListener("focusin", (event) => this.describe(event.target));
     grid.addEventListener("mouseover", (event) => this.describe(event.target.closest(".cell")));
-
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
   }
 
   /** Where the matrices come from; setting it recomputes. */
@@ -131,7 +116,7 @@ class TxAttention extends TxElement {
 
   /** Current controls as the request for the source; an InputError for a value it cannot take. */
   request() {
-    const input = (name) => this.$(`[name="${name}"]`);
+    const input = (name) => this.field(name);
     return {
       sentence: input("sentence").value,
       heads: Number(parseSelect(input("heads"), { label: "Heads" })),
@@ -141,29 +126,19 @@ class TxAttention extends TxElement {
     };
   }
 
-  async update() {
-    let request;
-    try {
-      request = this.request();
-    } catch (err) {
-      ++this.generation; // what is on its way is for older settings
-      this.showError(err);
-      return;
-    }
+  echo(request) {
     this.$('[name="padding"] + output').textContent = String(request.padding);
     this.$(".source").textContent = `(${this.source.label})`;
-    const generation = ++this.generation;
-    try {
-      const result = await this.source.load(request);
-      if (generation !== this.generation) return; // a newer request is on its way
-      this.result = result;
-      this.dataset.request = JSON.stringify(request);
-      this.fillHeadSelect(result.heads.length);
-      this.render();
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  }
+
+  compute(request) {
+    return this.source.load(request);
+  }
+
+  draw(result) {
+    this.result = result;
+    this.fillHeadSelect(result.heads.length);
+    this.render();
   }
 
   fillHeadSelect(count) {

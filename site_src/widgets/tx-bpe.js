@@ -13,9 +13,11 @@
  * tokens); each merge step row carries `data-rank` and `data-symbols` (JSON); each trained
  * merge row carries `data-pair` (JSON), `data-count` and `data-ties`.
  */
-import { callDemo, followPython } from "../runtime/python.js";
+import { callDemo } from "../runtime/python.js";
 import { modelsURL } from "../runtime/paths.js";
-import { TxElement, escapeHtml } from "./base.js";
+import { escapeHtml } from "./base.js";
+import { InputError } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const CORPUS = "the cat sat on the mat. the cats sat on the mats, and the rat sat on a hat.";
 const STYLE = `
@@ -60,7 +62,7 @@ function chips(symbols, fresh = null) {
   return `<span class="tokens">${symbols.map((s) => `<span class="token${s === fresh ? " new" : ""}">${escapeHtml(s)}</span>`).join("")}</span>`;
 }
 
-class TxBpe extends TxElement {
+class TxBpe extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">GPT-2's merges, one step at a time</div>
@@ -77,52 +79,36 @@ class TxBpe extends TxElement {
       <div class="segmented" aria-label="The corpus words after training"></div>`;
   }
 
-  mount() {
-    this.$('[name="word"]').value = this.getAttribute("word") ?? "unbelievable";
-    this.$('[name="corpus"]').value = this.getAttribute("corpus") ?? CORPUS;
-    this.$('[name="num_merges"]').value = this.getAttribute("merges") ?? "10";
-    for (const el of this.shadowRoot.querySelectorAll("input, textarea")) el.addEventListener("input", () => this.update());
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
+  setup() {
+    this.wire({ word: this.getAttribute("word") ?? "unbelievable", corpus: this.getAttribute("corpus") ?? CORPUS,
+      num_merges: this.getAttribute("merges") ?? "10", space: this.field("space").checked });
   }
 
   request() {
-    const word = this.$('[name="word"]').value;
-    const corpus = this.$('[name="corpus"]').value;
-    if (word.trim() === "") return { error: "Type a word (or a few) to tokenize." };
-    if (corpus.trim() === "") return { error: "The training corpus is empty: type some text." };
-    const text = (this.$('[name="space"]').checked && !word.startsWith(" ") ? " " : "") + word;
-    return { request: { text, corpus, num_merges: Number(this.$('[name="num_merges"]').value) } };
+    const word = this.field("word").value;
+    const corpus = this.field("corpus").value;
+    if (word.trim() === "") throw new InputError("Type a word (or a few) to tokenize.", "word");
+    if (corpus.trim() === "") throw new InputError("The training corpus is empty: type some text.", "corpus");
+    const text = (this.field("space").checked && !word.startsWith(" ") ? " " : "") + word;
+    return { text, corpus, num_merges: Number(this.field("num_merges").value) };
   }
 
-  async update() {
-    const { request, error } = this.request();
-    const generation = ++this.generation;
-    if (error) {
-      this.showError(error);
-      return;
-    }
+  echo(request) {
     this.$('[name="num_merges"] + output').textContent = String(request.num_merges);
-    try {
-      if (!mergesText) this.showProgress("Loading GPT-2's merge list…");
-      const merges = await loadMerges();
-      const [applied, trained] = await Promise.all([
-        callDemo("bpe", "apply_merges", { text: request.text, merges }),
-        callDemo("bpe", "train_bpe", { corpus: request.corpus, num_merges: request.num_merges }),
-      ]);
-      if (generation !== this.generation) return; // a newer edit is on its way
-      this.renderApplied(applied);
-      this.renderTrained(trained);
-      this.dataset.request = JSON.stringify(request);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  }
+
+  async compute(request) {
+    if (!mergesText) this.showProgress("Loading GPT-2's merge list…");
+    const merges = await loadMerges();
+    return Promise.all([
+      callDemo("bpe", "apply_merges", { text: request.text, merges }),
+      callDemo("bpe", "train_bpe", { corpus: request.corpus, num_merges: request.num_merges }),
+    ]);
+  }
+
+  draw([applied, trained]) {
+    this.renderApplied(applied);
+    this.renderTrained(trained);
   }
 
   renderApplied(result) {

@@ -14,9 +14,10 @@
  * carries `data-tokens`, `data-prob` and `data-kept`. `data-request` on the element is
  * the JSON of the arguments the shown result was computed for.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
 import { parseInteger, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const SHOWN_PER_STEP = 10;
 const METHOD_NAMES = { greedy: "Greedy", beam: "Beam search", sample: "Sampling" };
@@ -64,7 +65,7 @@ function words(tokens) {
   return escapeHtml(tokens.join(" "));
 }
 
-class TxDecoding extends TxElement {
+class TxDecoding extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Decoding a tiny bigram model</div>
@@ -89,7 +90,7 @@ class TxDecoding extends TxElement {
       <details class="model"><summary>The model: next-word probabilities</summary><div class="model-table"></div></details>`;
   }
 
-  mount() {
+  setup() {
     const initial = {
       method: this.getAttribute("method") ?? "beam",
       beam_width: this.getAttribute("beam-width") ?? "2",
@@ -99,32 +100,26 @@ class TxDecoding extends TxElement {
       num_samples: "20",
       seed: "0",
     };
-    for (const el of this.shadowRoot.querySelectorAll(".controls select, .controls input")) {
-      el.value = initial[el.name];
-      el.addEventListener(el.type === "number" ? "change" : "input", () => this.update());
-      if (el.type === "number") el.addEventListener("input", () => this.update());
-    }
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.loadModel();
-    this.update();
+    this.wire(initial, { on: (el) => (el.type === "number" ? "change" : "input") });
+    this.field("seed").addEventListener("input", () => this.update());
   }
 
-  disconnectedCallback() {
-    this.unsubscribe?.();
+  /** The next-word table and the first decoding, asked for together. */
+  start() {
+    this.rerun();
   }
 
   /** Retry after Python failed to start: the model table and the decoding both need it. */
-  retryBoth() {
+  rerun() {
     if (!this.model) this.loadModel();
-    this.update();
+    return this.update();
   }
 
   async loadModel() {
     try {
       this.renderModel(await callDemo("decoding", "model"));
     } catch (err) {
-      this.showError(err, { retry: () => this.retryBoth() });
+      this.showError(err, { retry: () => this.rerun() });
     }
   }
 
@@ -143,7 +138,7 @@ class TxDecoding extends TxElement {
     };
   }
 
-  showControls(r) {
+  echo(r) {
     for (const label of this.shadowRoot.querySelectorAll(".controls label[data-for]")) {
       label.hidden = label.dataset.for !== r.method;
     }
@@ -155,19 +150,12 @@ class TxDecoding extends TxElement {
     out("num_samples").textContent = String(r.num_samples);
   }
 
-  async update() {
-    const generation = ++this.generation;
-    const request = this.checkedRequest();
-    if (!request) return;
-    this.showControls(request);
-    try {
-      const result = await callDemo("decoding", "decode", request);
-      if (generation !== this.generation) return; // a newer setting is on its way
-      this.$(".legend").textContent = this.render(request, result);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.retryBoth() });
-    }
+  compute(request) {
+    return callDemo("decoding", "decode", request);
+  }
+
+  draw(result, request) {
+    this.$(".legend").textContent = this.render(request, result);
   }
 
   row(role, label, seq, best) {
@@ -178,7 +166,6 @@ class TxDecoding extends TxElement {
   }
 
   render(r, d) {
-    this.dataset.request = JSON.stringify(r);
     const optimum = d.optimum;
     const same = (a) => a.tokens.join(" ") === optimum.tokens.join(" ");
     const rows = [];

@@ -10,9 +10,11 @@
  * `data-col`); every candidate of the analogy carries `data-word` and `data-cosine`.
  * `data-request` on the element holds the arguments of the last call.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
-import { parseSelect } from "./inputs.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
+import { divergingColour } from "./format.js";
+import { InputError, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const STYLE = `
   .words { display: flex; flex-wrap: wrap; gap: 0.2em 0.9em; margin-bottom: 0.6em; border: 0; padding: 0; }
@@ -29,14 +31,6 @@ const STYLE = `
   tr.best td { font-weight: 700; }
 `;
 
-/** Fill for a cosine in [-1, 1]: orange for positive, blue for negative, white at 0. */
-function colour(v) {
-  const t = Math.max(-1, Math.min(1, v));
-  const [r, g, b] = t >= 0 ? [230, 120, 20] : [40, 90, 200];
-  const mix = (c) => Math.round(255 + (c - 255) * Math.abs(t));
-  return `rgb(${mix(r)},${mix(g)},${mix(b)})`;
-}
-
 /** An SVG matrix of cosines with the words on both axes and the value printed in each cell. */
 function matrixSvg(words, matrix, kind) {
   const n = words.length;
@@ -45,7 +39,7 @@ function matrixSvg(words, matrix, kind) {
   const top = 44;
   const size = left + n * cell + 2;
   const cells = matrix.map((row, i) => row.map((v, j) => `
-    <g><rect x="${left + j * cell}" y="${top + i * cell}" width="${cell}" height="${cell}" fill="${colour(v)}"
+    <g><rect x="${left + j * cell}" y="${top + i * cell}" width="${cell}" height="${cell}" fill="${divergingColour(v)}"
       stroke="var(--tx-border)" data-kind="${kind}" data-row="${i}" data-col="${j}" data-value="${v}">
       <title>cos(${words[i]}, ${words[j]}) = ${v.toFixed(4)}</title></rect>
     <text x="${left + j * cell + cell / 2}" y="${top + i * cell + cell / 2 + 3}" text-anchor="middle"
@@ -57,7 +51,7 @@ function matrixSvg(words, matrix, kind) {
     aria-label="Cosine similarity between the chosen words as ${kind === "one_hot" ? "one-hot" : "dense"} vectors">${labels}${cells}</svg>`;
 }
 
-class TxEmbeddings extends TxElement {
+class TxEmbeddings extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">One-hot versus dense word vectors</div>
@@ -75,64 +69,37 @@ class TxEmbeddings extends TxElement {
         <tr><th>nearest words to a − b + c</th><th>cosine</th></tr></thead><tbody class="ranking"></tbody></table>`;
   }
 
-  mount() {
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.start();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
-  }
-
-  async start() {
-    try {
-      const { words } = await callDemo("embeddings", "vocabulary");
-      const ticked = (this.getAttribute("words") ?? "king,queen,man,woman,apple").split(",").map((w) => w.trim());
-      const [a, b, c] = (this.getAttribute("analogy") ?? "king,man,woman").split(",").map((w) => w.trim());
-      this.$(".words").insertAdjacentHTML("beforeend", words.map((w) => `
-        <label><input type="checkbox" name="word" value="${escapeHtml(w)}"${ticked.includes(w) ? " checked" : ""}> ${escapeHtml(w)}</label>`).join(""));
-      for (const [name, value] of [["a", a], ["b", b], ["c", c]]) {
-        const select = this.$(`select[name="${name}"]`);
-        select.innerHTML = words.map((w) => `<option>${escapeHtml(w)}</option>`).join("");
-        select.value = value ?? ""; // a word the vocabulary lacks leaves it empty: request() says so
-      }
-      for (const el of this.shadowRoot.querySelectorAll("input, select")) el.addEventListener("change", () => this.update());
-      this.update();
-    } catch (err) {
-      this.showError(err, { retry: () => this.start() });
+  /** The vocabulary: one checkbox per word, and the analogy's selects. */
+  async prepare() {
+    const { words } = await callDemo("embeddings", "vocabulary");
+    const ticked = (this.getAttribute("words") ?? "king,queen,man,woman,apple").split(",").map((w) => w.trim());
+    const [a, b, c] = (this.getAttribute("analogy") ?? "king,man,woman").split(",").map((w) => w.trim());
+    this.$(".words").insertAdjacentHTML("beforeend", words.map((w) => `
+      <label><input type="checkbox" name="word" value="${escapeHtml(w)}"${ticked.includes(w) ? " checked" : ""}> ${escapeHtml(w)}</label>`).join(""));
+    for (const [name, value] of [["a", a], ["b", b], ["c", c]]) {
+      const select = this.$(`select[name="${name}"]`);
+      select.innerHTML = words.map((w) => `<option>${escapeHtml(w)}</option>`).join("");
+      select.value = value ?? ""; // a word the vocabulary lacks leaves it empty: request() says so
     }
+    for (const el of this.shadowRoot.querySelectorAll("input, select")) el.addEventListener("change", () => this.update());
   }
 
   request() {
     const words = [...this.shadowRoot.querySelectorAll('input[name="word"]:checked')].map((el) => el.value);
     const value = (name) => parseSelect(this.$(`select[name="${name}"]`), { label: `The word ${name} of the analogy` });
-    return { words, a: value("a"), b: value("b"), c: value("c") };
+    const request = { words, a: value("a"), b: value("b"), c: value("c") };
+    if (words.length === 0) throw new InputError("Tick at least one word to compare.", "word");
+    return request;
   }
 
-  async update() {
-    const generation = ++this.generation;
-    const request = this.checkedRequest();
-    if (!request) return;
-    if (request.words.length === 0) {
-      this.showError("Tick at least one word to compare.");
-      return;
-    }
-    try {
-      const [reps, analogy] = await Promise.all([
-        callDemo("embeddings", "compare_representations", { words: request.words }),
-        callDemo("embeddings", "analogy", { a: request.a, b: request.b, c: request.c, top: 5 }),
-      ]);
-      if (generation !== this.generation) return; // a newer choice is on its way
-      this.render(reps, analogy);
-      this.dataset.request = JSON.stringify(request);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  compute(request) {
+    return Promise.all([
+      callDemo("embeddings", "compare_representations", { words: request.words }),
+      callDemo("embeddings", "analogy", { a: request.a, b: request.b, c: request.c, top: 5 }),
+    ]);
   }
 
-  render(reps, analogy) {
+  draw([reps, analogy]) {
     for (const kind of ["one_hot", "dense"]) {
       this.$(`.map[data-kind="${kind}"]`).innerHTML = matrixSvg(reps.words, reps[kind].matrix, kind);
     }

@@ -9,9 +9,10 @@
  * where it is); each plotted point of the difference curve carries `data-x` and
  * `data-diff`; each shape row carries `data-shape`, the parameter cell `data-params`.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
-import { parseInteger } from "./inputs.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
+import { InputError, parseInteger, readNumber } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const POINTS = 201;
 const STYLE = `
@@ -54,7 +55,7 @@ function chart(x, series, { yLabel, label, extra = "" }) {
     <text transform="translate(10 ${(T + H - B) / 2}) rotate(-90)" text-anchor="middle">${yLabel}</text></svg>`;
 }
 
-class TxFfn extends TxElement {
+class TxFfn extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">GELU: exact x·Φ(x) versus the tanh approximation</div>
@@ -77,62 +78,31 @@ class TxFfn extends TxElement {
       <div class="summary params"></div>`;
   }
 
-  mount() {
-    const values = { x_min: this.getAttribute("x-min") ?? "-4", x_max: this.getAttribute("x-max") ?? "4", seq_len: "6", d_model: "768", expansion: "4" };
-    for (const [name, value] of Object.entries(values)) {
-      const el = this.$(`[name="${name}"]`);
-      el.value = value;
-      el.addEventListener("input", () => this.update());
-    }
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
+  setup() {
+    this.wire({ x_min: this.getAttribute("x-min") ?? "-4", x_max: this.getAttribute("x-max") ?? "4", seq_len: "6", d_model: "768", expansion: "4" });
   }
 
   request() {
-    const raw = (name) => this.$(`[name="${name}"]`).value.trim();
-    const num = (name) => (raw(name) === "" ? NaN : Number(raw(name)));
-    const [xMin, xMax] = [num("x_min"), num("x_max")];
-    if (!Number.isFinite(xMin) || !Number.isFinite(xMax)) return { error: "Both ends of the range must be numbers." };
-    if (!(xMin < xMax)) return { error: "“x from” must be smaller than “x to”." };
+    const raw = (name) => this.field(name).value;
+    const [xMin, xMax] = [readNumber(raw("x_min")), readNumber(raw("x_max"))];
+    if (!Number.isFinite(xMin) || !Number.isFinite(xMax)) throw new InputError("Both ends of the range must be numbers.");
+    if (!(xMin < xMax)) throw new InputError("“x from” must be smaller than “x to”.", "x_min");
     const sizes = {};
-    try {
-      for (const [name, label, max] of [["seq_len", "Tokens T", 1_000_000], ["d_model", "Width d", 100_000], ["expansion", "Expansion", 64]]) {
-        sizes[name] = parseInteger(raw(name), { label, min: 1, max });
-      }
-    } catch (err) {
-      return { error: err };
+    for (const [name, label, max] of [["seq_len", "Tokens T", 1_000_000], ["d_model", "Width d", 100_000], ["expansion", "Expansion", 64]]) {
+      sizes[name] = parseInteger(raw(name), { label, min: 1, max });
     }
-    return { request: { x_min: xMin, x_max: xMax, num: POINTS, ...sizes } };
+    return { x_min: xMin, x_max: xMax, num: POINTS, ...sizes };
   }
 
-  async update() {
-    const { request, error } = this.request();
-    const generation = ++this.generation;
-    if (error) {
-      this.showError(error);
-      return;
-    }
-    try {
-      const { x_min, x_max, num, ...sizes } = request;
-      const [curves, shapes] = await Promise.all([
-        callDemo("ffn", "gelu_curves", { x_min, x_max, num }),
-        callDemo("ffn", "mlp_shapes", sizes),
-      ]);
-      if (generation !== this.generation) return; // a newer edit is on its way
-      this.render(curves, shapes);
-      this.dataset.request = JSON.stringify(request);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  compute(request) {
+    const { x_min, x_max, num, ...sizes } = request;
+    return Promise.all([
+      callDemo("ffn", "gelu_curves", { x_min, x_max, num }),
+      callDemo("ffn", "mlp_shapes", sizes),
+    ]);
   }
 
-  render(c, shapes) {
+  draw([c, shapes]) {
     this.dataset.maxDiff = String(c.max_abs_difference);
     this.dataset.atX = String(c.at_x);
     this.$(".curves").innerHTML = chart(c.x, [{ y: c.exact, cls: "exact" }, { y: c.tanh, cls: "tanh" }],

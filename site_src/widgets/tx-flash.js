@@ -13,9 +13,10 @@
  * `data-output` / `data-reference` (JSON lists); the traffic rows carry `data-method`,
  * `data-total` and `data-bytes`.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement } from "./base.js";
-import { parseInteger, parseSelect } from "./inputs.js";
+import { callDemo } from "../runtime/python.js";
+import { formatBinaryBytes } from "./format.js";
+import { InputError, parseInteger, parseSelect, readNumber } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const D = 4;
 const DV = 2;
@@ -52,13 +53,7 @@ function randomMatrix(rows, cols, seed) {
 const fmt = (v) => (v === -Infinity ? "−∞" : v.toFixed(4));
 const vec = (xs) => `(${xs.map((v) => v.toFixed(4)).join(", ")})`;
 
-function formatBytes(bytes) {
-  const units = [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
-  const [scale, unit] = units.find(([s]) => bytes >= s) ?? [1, "B"];
-  return `${(bytes / scale).toFixed(scale === 1 ? 0 : 2)} ${unit}`;
-}
-
-class TxFlash extends TxElement {
+class TxFlash extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">The online softmax, one tile of keys at a time</div>
@@ -86,77 +81,59 @@ class TxFlash extends TxElement {
       <div class="summary"></div>`;
   }
 
-  mount() {
-    const set = (name, value) => { this.$(`[name="${name}"]`).value = value; };
-    set("tokens", this.getAttribute("tokens") ?? "8");
-    set("block_k", this.getAttribute("block") ?? "3");
-    set("row", "7");
-    set("seed", "1");
-    set("seq_len", "4096");
-    set("d_head", "64");
-    for (const name of ["tokens", "block_k", "row", "causal", "seed"]) this.$(`[name="${name}"]`).addEventListener("input", () => this.update(true));
-    for (const name of ["seq_len", "d_head", "tile", "dtype"]) this.$(`[name="${name}"]`).addEventListener("input", () => this.update(false));
-    this.$('[name="step"]').addEventListener("input", () => this.show());
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
+  setup() {
+    this.wire({ tokens: this.getAttribute("tokens") ?? "8", block_k: this.getAttribute("block") ?? "3", row: "7",
+      causal: this.field("causal").checked, seed: "1" }, { run: () => this.update(true) });
+    this.wire({ seq_len: "4096", d_head: "64", tile: this.field("tile").value, dtype: this.field("dtype").value }, { run: () => this.update(false) });
+    this.field("step").addEventListener("input", () => this.show());
+  }
+
+  /** The first update starts the step-through at tile 1. */
+  start() {
     this.update(true);
   }
 
-  disconnectedCallback() {
-    this.unsubscribe?.();
-  }
-
   request() {
-    const num = (name) => { const raw = this.$(`[name="${name}"]`).value.trim(); return raw === "" ? NaN : Number(raw); };
+    const num = (name) => readNumber(this.field(name).value);
     const T = num("tokens");
-    const row = this.$('[name="row"]');
+    const row = this.field("row");
     row.max = String(T - 1);
-    this.$('[name="block_k"]').max = String(T);
-    const field = (name) => this.$(`[name="${name}"]`).value;
-    let request;
-    try {
-      request = { tokens: T, block_k: Math.min(num("block_k"), T), row: Math.min(num("row"), T - 1), causal: this.$('[name="causal"]').checked,
-        seed: parseInteger(field("seed"), { label: "The seed", min: 0, max: 2 ** 31 - 1 }),
-        seq_len: parseInteger(field("seq_len"), { label: "The sequence length", min: 1, max: 1_000_000, unit: "tokens" }),
-        d_head: parseInteger(field("d_head"), { label: "The head width", min: 1, max: 1024 }),
-        tile: Number(parseSelect(this.$('[name="tile"]'), { label: "The tile size" })),
-        dtype: parseSelect(this.$('[name="dtype"]'), { label: "The precision" }) };
-    } catch (err) {
-      return { error: err };
-    }
-    if (request.tile > request.seq_len) return { error: "The tile size cannot exceed the sequence length." };
-    return { request };
+    this.field("block_k").max = String(T);
+    const field = (name) => this.field(name).value;
+    const request = { tokens: T, block_k: Math.min(num("block_k"), T), row: Math.min(num("row"), T - 1), causal: this.field("causal").checked,
+      seed: parseInteger(field("seed"), { label: "The seed", min: 0, max: 2 ** 31 - 1 }),
+      seq_len: parseInteger(field("seq_len"), { label: "The sequence length", min: 1, max: 1_000_000, unit: "tokens" }),
+      d_head: parseInteger(field("d_head"), { label: "The head width", min: 1, max: 1024 }),
+      tile: Number(parseSelect(this.field("tile"), { label: "The tile size" })),
+      dtype: parseSelect(this.field("dtype"), { label: "The precision" }) };
+    if (request.tile > request.seq_len) throw new InputError("The tile size cannot exceed the sequence length.", "tile");
+    return request;
   }
 
-  async update(restart) {
-    const { request, error } = this.request();
-    const generation = ++this.generation;
-    if (error) {
-      this.showError(error);
-      return;
-    }
+  echo(request) {
     for (const name of ["tokens", "block_k", "row"]) this.$(`[name="${name}"] + output`).textContent = String(request[name]);
+  }
+
+  /** The trace of one query row over seeded Q, K, V, and the memory traffic. */
+  compute(request) {
     const { tokens: T, seed } = request;
     this.qkv = { q: randomMatrix(T, D, 3 * seed), k: randomMatrix(T, D, 3 * seed + 1), v: randomMatrix(T, DV, 3 * seed + 2) };
-    try {
-      const [trace, traffic] = await Promise.all([
-        callDemo("flash", "online_softmax_trace", { ...this.qkv, row: request.row, block_k: request.block_k, causal: request.causal }),
-        callDemo("flash", "memory_traffic", { seq_len: request.seq_len, d_head: request.d_head, block_q: request.tile,
-          block_k: request.tile, causal: request.causal, dtype: request.dtype }),
-      ]);
-      if (generation !== this.generation) return; // a newer setting is on its way
-      this.trace = trace;
-      this.blockK = request.block_k;
-      const step = this.$('[name="step"]');
-      step.max = String(trace.steps.length);
-      if (restart || Number(step.value) > trace.steps.length) step.value = "1";
-      this.dataset.request = JSON.stringify(request);
-      this.show();
-      this.renderTraffic(traffic);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+    return Promise.all([
+      callDemo("flash", "online_softmax_trace", { ...this.qkv, row: request.row, block_k: request.block_k, causal: request.causal }),
+      callDemo("flash", "memory_traffic", { seq_len: request.seq_len, d_head: request.d_head, block_q: request.tile,
+        block_k: request.tile, causal: request.causal, dtype: request.dtype }),
+    ]);
+  }
+
+  /** `restart`: the step-through starts again at tile 1 (the step-through's inputs changed). */
+  draw([trace, traffic], request, restart) {
+    this.trace = trace;
+    this.blockK = request.block_k;
+    const step = this.field("step");
+    step.max = String(trace.steps.length);
+    if (restart || Number(step.value) > trace.steps.length) step.value = "1";
+    this.show();
+    this.renderTraffic(traffic);
   }
 
   /** The keys, and the table, after the number of tiles chosen with "Tiles done". */
@@ -192,7 +169,7 @@ class TxFlash extends TxElement {
     this.$(".traffic").innerHTML = rows.map(([key, label, m]) => `
       <div class="traffic-row" role="listitem" data-method="${key}" data-total="${m.total}" data-bytes="${m.bytes}" data-score-matrix="${m.score_matrix}">
         <span>${label}</span><span class="bar"><span style="width:${(100 * m.total) / largest}%"></span></span>
-        <span class="value">${(m.total / 1e6).toFixed(2)} M elements · ${formatBytes(m.bytes)}</span></div>`).join("");
+        <span class="value">${(m.total / 1e6).toFixed(2)} M elements · ${formatBinaryBytes(m.bytes)}</span></div>`).join("");
     this.$(".summary").textContent = `The plain version moves ${(r.naive.score_matrix / 1e6).toFixed(2)} M elements of the score matrix alone;`
       + ` the tiled version moves none and ${r.ratio.toFixed(1)}× less in total, computing ${r.tiles.toLocaleString("en")} tiles.`;
   }

@@ -14,8 +14,10 @@
  * `data-chosen` and `data-allowed`; the verdict carries `data-valid` and
  * `data-matches-schema`.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml, formatProb } from "./base.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml, formatProb } from "./base.js";
+import { InputError } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const TOP = 8;
 
@@ -55,7 +57,7 @@ function visible(piece) {
   return piece === " " ? "␣" : piece;
 }
 
-class TxGuided extends TxElement {
+class TxGuided extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Guided decoding: JSON for <code class="schema"></code></div>
@@ -75,63 +77,45 @@ class TxGuided extends TxElement {
       <p class="compare"></p>`;
   }
 
-  mount() {
-    this.$('[name="seed"]').value = this.getAttribute("seed") ?? "0";
-    this.$('[name="skill"]').value = this.getAttribute("skill") ?? "4";
-    this.$('[name="guided"]').checked = !this.hasAttribute("unguided");
-    this.$('[name="seed"]').addEventListener("input", () => this.update());
-    this.$('[name="skill"]').addEventListener("input", () => this.update());
-    this.$('[name="guided"]').addEventListener("change", () => this.update());
+  setup() {
+    this.wire({ seed: this.getAttribute("seed") ?? "0", skill: this.getAttribute("skill") ?? "4" });
+    this.wire({ guided: !this.hasAttribute("unguided") }, { on: "change" });
     const go = (name, fn) => this.$(`button[name="${name}"]`).addEventListener("click", () => this.moveTo(fn()));
     go("restart", () => 0);
     go("back", () => this.pos - 1);
     go("step", () => this.pos + 1);
     go("end", () => this.run.steps.length);
-    this.generation = 0;
     this.pos = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
   }
 
   request() {
-    const seedText = this.$('[name="seed"]').value.trim();
+    const seedText = this.field("seed").value.trim();
     if (!/^\d+$/.test(seedText) || Number(seedText) > 2 ** 31 - 1) {
-      throw new Error("The seed must be a whole number from 0 to 2,147,483,647.");
+      throw new InputError("The seed must be a whole number from 0 to 2,147,483,647.", "seed");
     }
-    return { seed: Number(seedText), skill: Number(this.$('[name="skill"]').value), guided: this.$('[name="guided"]').checked };
+    return { seed: Number(seedText), skill: Number(this.field("skill").value), guided: this.field("guided").checked };
   }
 
-  async update() {
-    const generation = ++this.generation;
-    let r;
-    try {
-      r = this.request();
-    } catch (err) {
-      this.showError(err);
-      return;
-    }
+  echo(r) {
     this.$('[name="skill"] + output').textContent = r.skill.toFixed(1);
     this.$('[name="guided"] + output').textContent = r.guided ? "on" : "off";
-    try {
-      this.vocab ??= await callDemo("guided", "vocabulary");
-      const run = await callDemo("guided", "generate", r);
-      const other = await callDemo("guided", "generate", { ...r, guided: !r.guided });
-      if (generation !== this.generation) return;
-      this.$(".schema").textContent = this.vocab.schema;
-      this.dataset.request = JSON.stringify(r);
-      this.run = run;
-      this.other = other;
-      this.dataset.steps = String(run.steps.length);
-      this.renderCompare();
-      this.moveTo(Math.min(this.pos, run.steps.length));
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  }
+
+  /** The run for the settings and the run with the mask the other way (same seed). */
+  async compute(r) {
+    this.vocab ??= await callDemo("guided", "vocabulary");
+    const run = await callDemo("guided", "generate", r);
+    const other = await callDemo("guided", "generate", { ...r, guided: !r.guided });
+    return { run, other };
+  }
+
+  draw({ run, other }) {
+    this.$(".schema").textContent = this.vocab.schema;
+    this.run = run;
+    this.other = other;
+    this.dataset.steps = String(run.steps.length);
+    this.renderCompare();
+    this.moveTo(Math.min(this.pos, run.steps.length));
   }
 
   moveTo(pos) {

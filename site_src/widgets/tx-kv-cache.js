@@ -11,9 +11,11 @@
  * `data-kv-heads`, `data-bytes-per-token` and `data-bytes`; the FLOP table carries
  * `data-without`, `data-with` and `data-ratio`.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
+import { formatBinaryBytes, formatScientific } from "./format.js";
 import { parseInteger, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -29,20 +31,7 @@ const STYLE = `
   th:first-child, td:first-child { text-align: left; }
 `;
 
-/** Bytes in binary units (GiB, MiB, KiB): memory is sized in powers of two. */
-function formatBytes(bytes) {
-  const units = [[2 ** 40, "TiB"], [2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
-  const [scale, unit] = units.find(([s]) => bytes >= s) ?? [1, "B"];
-  return `${(bytes / scale).toFixed(scale === 1 ? 0 : 2)} ${unit}`;
-}
-
-/** "5.20 × 10^11" style. */
-function formatFlops(x) {
-  const exp = Math.floor(Math.log10(x));
-  return `${(x / 10 ** exp).toFixed(2)} × 10<sup>${exp}</sup>`;
-}
-
-class TxKvCache extends TxElement {
+class TxKvCache extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">The KV cache: memory and saved arithmetic</div>
@@ -62,71 +51,41 @@ class TxKvCache extends TxElement {
       <div class="summary"></div>`;
   }
 
-  mount() {
-    const set = (name, value) => { this.$(`[name="${name}"]`).value = value; };
-    set("context_length", this.getAttribute("context") ?? "1024");
-    set("prompt_length", "16");
-    set("new_tokens", "256");
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.start();
+  setup() {
+    this.field("context_length").value = this.getAttribute("context") ?? "1024";
+    this.field("prompt_length").value = "16";
+    this.field("new_tokens").value = "256";
   }
 
-  disconnectedCallback() {
-    this.unsubscribe?.();
-  }
-
-  async start() {
-    try {
-      this.presets = await callDemo("kv_cache", "presets");
-      const select = this.$('[name="preset"]');
-      select.innerHTML = Object.entries(this.presets).map(([id, p]) => `<option value="${escapeHtml(id)}">${escapeHtml(p.label)}</option>`).join("");
-      select.value = this.getAttribute("preset") ?? "gpt2-small"; // an unknown id leaves it empty: request() says so
-      for (const el of this.shadowRoot.querySelectorAll(".controls [name]")) el.addEventListener("input", () => this.update());
-      this.update();
-    } catch (err) {
-      this.showError(err, { retry: () => this.start() });
-    }
+  /** The model presets, as the options of the model select. */
+  async prepare() {
+    this.presets = await callDemo("kv_cache", "presets");
+    const select = this.field("preset");
+    select.innerHTML = Object.entries(this.presets).map(([id, p]) => `<option value="${escapeHtml(id)}">${escapeHtml(p.label)}</option>`).join("");
+    select.value = this.getAttribute("preset") ?? "gpt2-small"; // an unknown id leaves it empty: request() says so
+    for (const el of this.shadowRoot.querySelectorAll(".controls [name]")) el.addEventListener("input", () => this.update());
   }
 
   request() {
-    try {
-      const id = parseSelect(this.$('[name="preset"]'), { label: "The model" });
-      const dtype = parseSelect(this.$('[name="dtype"]'), { label: "The precision" });
-      const sizes = {};
-      for (const [name, label] of [["context_length", "The context"], ["prompt_length", "The prompt"], ["new_tokens", "The number of generated tokens"]]) {
-        sizes[name] = parseInteger(this.$(`[name="${name}"]`).value, { label, min: 1, max: 1_000_000, unit: "tokens" });
-      }
-      const { label, ...shape } = this.presets[id];
-      return { request: { preset: id, ...shape, dtype, ...sizes } };
-    } catch (err) {
-      return { error: err };
+    const id = parseSelect(this.field("preset"), { label: "The model" });
+    const dtype = parseSelect(this.field("dtype"), { label: "The precision" });
+    const sizes = {};
+    for (const [name, label] of [["context_length", "The context"], ["prompt_length", "The prompt"], ["new_tokens", "The number of generated tokens"]]) {
+      sizes[name] = parseInteger(this.field(name).value, { label, min: 1, max: 1_000_000, unit: "tokens" });
     }
+    const { label, ...shape } = this.presets[id];
+    return { preset: id, ...shape, dtype, ...sizes };
   }
 
-  async update() {
-    const { request, error } = this.request();
-    const generation = ++this.generation;
-    if (error) {
-      this.showError(error);
-      return;
-    }
+  compute(request) {
     const { n_layer, n_head, d_head, gqa_kv_heads, context_length, dtype, prompt_length, new_tokens } = request;
-    try {
-      const [memory, flops] = await Promise.all([
-        callDemo("kv_cache", "compare_attention_variants", { n_layer, n_head, d_head, gqa_kv_heads, context_length, dtype }),
-        callDemo("kv_cache", "generation_flops", { n_layer, d_model: n_head * d_head, prompt_length, new_tokens }),
-      ]);
-      if (generation !== this.generation) return; // a newer setting is on its way
-      this.render(request, memory, flops);
-      this.dataset.request = JSON.stringify(request);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+    return Promise.all([
+      callDemo("kv_cache", "compare_attention_variants", { n_layer, n_head, d_head, gqa_kv_heads, context_length, dtype }),
+      callDemo("kv_cache", "generation_flops", { n_layer, d_model: n_head * d_head, prompt_length, new_tokens }),
+    ]);
   }
 
-  render(request, memory, flops) {
+  draw([memory, flops], request) {
     const { n_layer, n_head, d_head } = request;
     this.$(".shape").textContent = `${n_layer} layers, ${n_head} query heads of width ${d_head} (d = ${n_head * d_head}).`
       + " Per token and layer the cache holds one key and one value vector per key/value head.";
@@ -136,17 +95,17 @@ class TxKvCache extends TxElement {
            data-bytes-per-token="${v.bytes_per_token}" data-bytes="${v.total_bytes}">
         <span class="label">${v.name}</span>
         <span class="bar"><span style="width:${(100 * v.total_bytes) / largest}%"></span></span>
-        <span class="value">${formatBytes(v.total_bytes)} · ${v.n_kv_head} KV head${v.n_kv_head === 1 ? "" : "s"}</span>
+        <span class="value">${formatBinaryBytes(v.total_bytes)} · ${v.n_kv_head} KV head${v.n_kv_head === 1 ? "" : "s"}</span>
       </div>`).join("");
     const t = this.$(".flops tbody");
     t.dataset.without = String(flops.without_cache);
     t.dataset.with = String(flops.with_cache);
     t.dataset.ratio = String(flops.ratio);
-    t.innerHTML = `<tr><th>recompute the whole prefix every step</th><td>${formatFlops(flops.without_cache)} FLOPs</td></tr>
-      <tr><th>prefill once, then one token per step with the cache</th><td>${formatFlops(flops.with_cache)} FLOPs</td></tr>`;
+    t.innerHTML = `<tr><th>recompute the whole prefix every step</th><td>${formatScientific(flops.without_cache)} FLOPs</td></tr>
+      <tr><th>prefill once, then one token per step with the cache</th><td>${formatScientific(flops.with_cache)} FLOPs</td></tr>`;
     this.$(".summary").textContent = `The cache does ${flops.ratio.toFixed(1)}× less arithmetic (${(100 * flops.saved_fraction).toFixed(1)}% saved)`
       + ` for ${request.new_tokens} new tokens after a ${request.prompt_length}-token prompt; the price is`
-      + ` ${formatBytes(memory.variants[0].bytes_per_token)} of memory per cached token with MHA.`;
+      + ` ${formatBinaryBytes(memory.variants[0].bytes_per_token)} of memory per cached token with MHA.`;
   }
 }
 

@@ -11,9 +11,9 @@
  * routing slots); the element carries `data-step`, `data-max-load` and `data-aux-loss` for
  * that step. The line chart shows the largest load at every step.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement } from "./base.js";
-import { parseInteger, parseSelect } from "./inputs.js";
+import { callDemo } from "../runtime/python.js";
+import { InputError, parseInteger, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -65,7 +65,7 @@ function maxLine(maxLoad, fair, step) {
     <text x="${(L + W - R) / 2}" y="${H - 4}" text-anchor="middle">training step</text></svg>`;
 }
 
-class TxMoe extends TxElement {
+class TxMoe extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Routing collapse and the load-balancing loss</div>
@@ -85,64 +85,43 @@ class TxMoe extends TxElement {
       <div class="summary" aria-live="polite"></div>`;
   }
 
-  mount() {
-    const set = (name, value) => { this.$(`[name="${name}"]`).value = value; };
-    set("num_experts", this.getAttribute("experts") ?? "8");
-    set("top_k", this.getAttribute("top-k") ?? "1");
-    this.$('[name="balance"]').checked = this.hasAttribute("balance");
-    set("alpha", "0.5");
-    set("steps", "60");
-    set("seed", "0");
-    for (const name of ["num_experts", "top_k", "balance", "alpha", "steps", "seed"]) {
-      this.$(`[name="${name}"]`).addEventListener("input", () => this.update(true));
-    }
-    this.$('[name="show"]').addEventListener("input", () => this.show());
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
+  setup() {
+    this.wire({ num_experts: this.getAttribute("experts") ?? "8", top_k: this.getAttribute("top-k") ?? "1", balance: this.hasAttribute("balance"),
+      alpha: "0.5", steps: "60", seed: "0" }, { run: () => this.update(true) });
+    this.field("show").addEventListener("input", () => this.show());
+  }
+
+  /** The first update shows the last step. */
+  start() {
     this.update(true);
   }
 
-  disconnectedCallback() {
-    this.unsubscribe?.();
-  }
-
   request() {
-    const value = (name) => this.$(`[name="${name}"]`).value;
-    let request;
-    try {
-      request = { num_experts: Number(parseSelect(this.$('[name="num_experts"]'), { label: "Experts N" })),
-        top_k: Number(parseSelect(this.$('[name="top_k"]'), { label: "Top-k" })), balance: this.$('[name="balance"]').checked,
-        alpha: Number(value("alpha")), steps: Number(value("steps")),
-        seed: parseInteger(value("seed"), { label: "The seed", min: 0, max: 2 ** 32 - 1 }) };
-    } catch (err) {
-      return { error: err };
-    }
-    if (request.top_k >= request.num_experts) return { error: "Top-k must be smaller than the number of experts." };
-    return { request };
+    const value = (name) => this.field(name).value;
+    const request = { num_experts: Number(parseSelect(this.field("num_experts"), { label: "Experts N" })),
+      top_k: Number(parseSelect(this.field("top_k"), { label: "Top-k" })), balance: this.field("balance").checked,
+      alpha: Number(value("alpha")), steps: Number(value("steps")),
+      seed: parseInteger(value("seed"), { label: "The seed", min: 0, max: 2 ** 32 - 1 }) };
+    if (request.top_k >= request.num_experts) throw new InputError("Top-k must be smaller than the number of experts.", "top_k");
+    return request;
   }
 
-  async update(toEnd) {
-    const { request, error } = this.request();
-    const generation = ++this.generation;
-    if (error) {
-      this.showError(error);
-      return;
-    }
+  echo(request) {
     this.$('[name="alpha"] + output').textContent = request.balance ? request.alpha.toFixed(1) : "off";
     this.$('[name="steps"] + output').textContent = String(request.steps);
-    try {
-      const result = await callDemo("moe", "routing_collapse", request);
-      if (generation !== this.generation) return; // a newer setting is on its way
-      this.result = result;
-      const show = this.$('[name="show"]');
-      show.max = String(request.steps - 1);
-      if (toEnd) show.value = show.max;
-      this.dataset.request = JSON.stringify(request);
-      this.show();
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  }
+
+  compute(request) {
+    return callDemo("moe", "routing_collapse", request);
+  }
+
+  /** `toEnd`: move the "Show step" slider to the last step (the routing's inputs changed). */
+  draw(result, request, toEnd) {
+    this.result = result;
+    const show = this.field("show");
+    show.max = String(request.steps - 1);
+    if (toEnd) show.value = show.max;
+    this.show();
   }
 
   /** Draw the step chosen with the "Show step" slider. */

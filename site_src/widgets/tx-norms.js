@@ -11,9 +11,9 @@
  * `data-std`, `data-rms` per row (`data-norm` = input | layer_norm | rms_norm); every
  * point of the depth plot carries `data-wiring`, `data-layer` and `data-rms`.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement } from "./base.js";
-import { describeRange, parseInteger, parseSelect } from "./inputs.js";
+import { callDemo } from "../runtime/python.js";
+import { InputError, describeRange, parseInteger, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const STYLE = `
   .controls input[type=text], .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -35,18 +35,19 @@ const STYLE = `
 const MAX_ENTRY = 1e6; // larger entries overflow the squares the norms sum
 const ROWS = [["input", "input x"], ["layer_norm", "LayerNorm(x)"], ["rms_norm", "RMSNorm(x)"]];
 
-/** Parse "1, 2.5, -3" into numbers, or return an error message. */
+/** Parse "1, 2.5, -3" into numbers; an InputError says what is wrong. */
 function parseVector(text) {
+  const refuse = (message) => new InputError(message, "vector");
   const parts = text.split(/[,\s]+/).filter(Boolean);
-  if (parts.length === 0) return { error: "Type at least one number." };
-  if (parts.length > 64) return { error: "Use at most 64 numbers." };
+  if (parts.length === 0) throw refuse("Type at least one number.");
+  if (parts.length > 64) throw refuse("Use at most 64 numbers.");
   const values = parts.map(Number);
   const shown = (p) => (p.length > 24 ? `${p.slice(0, 24)}…` : p);
   const bad = parts.find((p, i) => Number.isNaN(values[i]));
-  if (bad !== undefined) return { error: `“${shown(bad)}” is not a number.` };
+  if (bad !== undefined) throw refuse(`“${shown(bad)}” is not a number.`);
   const huge = parts.find((p, i) => !(Math.abs(values[i]) <= MAX_ENTRY)); // Infinity too
-  if (huge !== undefined) return { error: `“${shown(huge)}” is too large: each number of x must be ${describeRange({ min: -MAX_ENTRY, max: MAX_ENTRY })}.` };
-  return { values };
+  if (huge !== undefined) throw refuse(`“${shown(huge)}” is too large: each number of x must be ${describeRange({ min: -MAX_ENTRY, max: MAX_ENTRY })}.`);
+  return values;
 }
 
 /** Line chart of the stream's RMS by layer: pre-norm (solid, circles) and post-norm (dashed, squares). */
@@ -78,7 +79,7 @@ function depthChart(result) {
     <text x="${W - R}" y="${T + 12}" text-anchor="end">● solid: pre-norm   ■ dashed: post-norm</text></svg>`;
 }
 
-class TxNorms extends TxElement {
+class TxNorms extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">LayerNorm and RMSNorm on one token's vector</div>
@@ -101,28 +102,21 @@ class TxNorms extends TxElement {
       <div class="summary"></div>`;
   }
 
-  mount() {
-    this.$('[name="vector"]').value = this.getAttribute("vector") ?? "1, 2, 3, 10, -2, 0.5";
-    this.$('[name="eps"]').value = "0.00001";
-    this.$('[name="seed"]').value = "0";
-    this.$('[name="depth"]').value = this.getAttribute("depth") ?? "24";
+  setup() {
+    this.field("vector").value = this.getAttribute("vector") ?? "1, 2, 3, 10, -2, 0.5";
+    this.field("eps").value = "0.00001";
+    this.field("seed").value = "0";
+    this.field("depth").value = this.getAttribute("depth") ?? "24";
     for (const el of this.shadowRoot.querySelectorAll("input, select")) el.addEventListener("input", () => this.update());
-    this.$('[name="random"]').addEventListener("click", () => this.randomise());
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
+    this.field("random").addEventListener("click", () => this.randomise());
   }
 
   /** Replace x by a random vector (8 entries, mean 3, std 2) drawn with the seed. */
   async randomise() {
     try {
-      const seed = parseInteger(this.$('[name="seed"]').value, { label: "The seed", min: 0, max: 2 ** 31 - 1 });
+      const seed = parseInteger(this.field("seed").value, { label: "The seed", min: 0, max: 2 ** 31 - 1 });
       const x = await callDemo("norms", "random_vector", { d: 8, seed, mean: 3, std: 2 });
-      this.$('[name="vector"]').value = x.map((v) => v.toFixed(3)).join(", ");
+      this.field("vector").value = x.map((v) => v.toFixed(3)).join(", ");
       this.update();
     } catch (err) {
       this.showError(err, { retry: () => this.randomise() });
@@ -130,43 +124,27 @@ class TxNorms extends TxElement {
   }
 
   request() {
-    const { values, error } = parseVector(this.$('[name="vector"]').value);
-    if (error) return { error };
-    const eps = Number(this.$('[name="eps"]').value);
-    if (!(eps > 0 && eps <= 1)) return { error: "ε must be a small positive number (at most 1)." };
-    try {
-      const seed = parseInteger(this.$('[name="seed"]').value, { label: "The seed", min: 0, max: 2 ** 31 - 1 });
-      const depth = parseInteger(this.$('[name="depth"]').value, { label: "Layers", min: 1, max: 64 });
-      const d_model = Number(parseSelect(this.$('[name="d_model"]'), { label: "Width d" }));
-      return { request: { x: values, eps, seed, depth, d_model } };
-    } catch (err) {
-      return { error: err };
-    }
+    const x = parseVector(this.field("vector").value);
+    const eps = Number(this.field("eps").value);
+    if (!(eps > 0 && eps <= 1)) throw new InputError("ε must be a small positive number (at most 1).", "eps");
+    const seed = parseInteger(this.field("seed").value, { label: "The seed", min: 0, max: 2 ** 31 - 1 });
+    const depth = parseInteger(this.field("depth").value, { label: "Layers", min: 1, max: 64 });
+    const d_model = Number(parseSelect(this.field("d_model"), { label: "Width d" }));
+    return { x, eps, seed, depth, d_model };
   }
 
-  async update() {
-    const { request, error } = this.request();
-    const generation = ++this.generation;
-    if (error) {
-      this.showError(error);
-      return;
-    }
+  echo(request) {
     this.$('[name="depth"] + output').textContent = String(request.depth);
-    try {
-      const [norms, growth] = await Promise.all([
-        callDemo("norms", "compare_norms", { x: request.x, eps: request.eps }),
-        callDemo("norms", "residual_stream_growth", { depth: request.depth, d_model: request.d_model, seed: request.seed, eps: request.eps }),
-      ]);
-      if (generation !== this.generation) return; // a newer edit is on its way
-      this.render(norms, growth);
-      this.dataset.request = JSON.stringify(request);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
   }
 
-  render(norms, growth) {
+  compute(request) {
+    return Promise.all([
+      callDemo("norms", "compare_norms", { x: request.x, eps: request.eps }),
+      callDemo("norms", "residual_stream_growth", { depth: request.depth, d_model: request.d_model, seed: request.seed, eps: request.eps }),
+    ]);
+  }
+
+  draw([norms, growth]) {
     const fmt = (v) => (Math.abs(v) < 5e-13 ? "0" : v.toFixed(4));
     this.$(".stats").innerHTML = ROWS.map(([key, label]) => {
       const s = norms[key];

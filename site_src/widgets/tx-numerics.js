@@ -15,9 +15,10 @@
  * `data-value` / `data-count` / `data-logits` / `data-argmax`; `data-request` on the
  * element is the JSON of the arguments shown.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
-import { parseSelect } from "./inputs.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
+import { InputError, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const DIGITS = { float16: 5, float32: 9, float64: 17 }; // enough to tell adjacent numbers apart
 const ORDER_NAMES = {
@@ -91,7 +92,7 @@ function histogram(distinct) {
   </svg>`;
 }
 
-class TxNumerics extends TxElement {
+class TxNumerics extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Same numbers, different sums</div>
@@ -113,68 +114,46 @@ class TxNumerics extends TxElement {
         <table class="flip-table scroll"><thead><tr><th class="num">batch size</th><th class="num">logit “yes”</th><th class="num">logit “no”</th><th class="num">no − yes</th><th>greedy picks</th></tr></thead><tbody></tbody></table></section>`;
   }
 
-  mount() {
+  setup() {
     const initial = {
       n: this.getAttribute("n") ?? "1000",
       dtype: this.getAttribute("dtype") ?? "float32",
       seed: this.getAttribute("seed") ?? "0",
       orders: this.getAttribute("orders") ?? "200",
     };
-    let timer = null;
     for (const el of this.shadowRoot.querySelectorAll(".controls input, .controls select")) {
-      el.value = initial[el.name];
-      el.addEventListener(el.tagName === "SELECT" ? "change" : "input", () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => this.update(), el.tagName === "SELECT" ? 0 : 300);
-      });
+      const select = el.tagName === "SELECT";
+      this.wire({ [el.name]: initial[el.name] }, { on: select ? "change" : "input", run: () => this.updateSoon(select ? 0 : 300) });
     }
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
   }
 
   /** The controls as numbers; a readable Error for anything out of range. */
   request() {
-    const get = (name) => this.$(`[name="${name}"]`).value.trim();
-    const out = { dtype: parseSelect(this.$('[name="dtype"]'), { label: "The type" }) };
+    const get = (name) => this.field(name).value.trim();
+    const out = { dtype: parseSelect(this.field("dtype"), { label: "The type" }) };
     for (const [name, [lo, hi]] of Object.entries(LIMITS)) {
       const text = get(name);
       const label = { n: "Numbers", seed: "Seed", orders: "Orders" }[name];
       if (!/^\d+$/.test(text) || Number(text) < lo || Number(text) > hi) {
-        throw new Error(`${label} must be a whole number from ${lo.toLocaleString("en")} to ${hi.toLocaleString("en")}.`);
+        throw new InputError(`${label} must be a whole number from ${lo.toLocaleString("en")} to ${hi.toLocaleString("en")}.`, name);
       }
       out[name] = Number(text);
     }
-    if (out.n * out.orders > 2_000_000) throw new Error("Numbers × orders must be at most 2,000,000.");
+    if (out.n * out.orders > 2_000_000) throw new InputError("Numbers × orders must be at most 2,000,000.", "orders");
     return out;
   }
 
-  async update() {
-    const generation = ++this.generation;
-    let r;
-    try {
-      r = this.request();
-    } catch (err) {
-      this.showError(err);
-      return;
-    }
-    try {
-      const orders = await callDemo("numerics", "sum_orders", { n: r.n, dtype: r.dtype, seed: r.seed, num_orders: r.orders });
-      const batch = await callDemo("numerics", "batch_sums", { dtype: r.dtype, seed: r.seed });
-      const flip = await callDemo("numerics", "argmax_flip", { seed: r.seed });
-      if (generation !== this.generation) return;
-      this.dataset.request = JSON.stringify(r);
-      this.renderOrders(orders);
-      this.renderBatch(batch);
-      this.renderFlip(flip);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  async compute(r) {
+    const orders = await callDemo("numerics", "sum_orders", { n: r.n, dtype: r.dtype, seed: r.seed, num_orders: r.orders });
+    const batch = await callDemo("numerics", "batch_sums", { dtype: r.dtype, seed: r.seed });
+    const flip = await callDemo("numerics", "argmax_flip", { seed: r.seed });
+    return { orders, batch, flip };
+  }
+
+  draw({ orders, batch, flip }) {
+    this.renderOrders(orders);
+    this.renderBatch(batch);
+    this.renderFlip(flip);
   }
 
   renderOrders(o) {

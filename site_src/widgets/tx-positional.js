@@ -10,9 +10,10 @@
  * in `data-value`; the readout shows PE[p]·PE[q] next to PE[p+k]·PE[q+k] (`data-dot`,
  * `data-shifted-dot`, `data-closed-form`). Clicking a similarity cell picks p and q.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement } from "./base.js";
+import { callDemo } from "../runtime/python.js";
+import { divergingColour } from "./format.js";
 import { parseInteger } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; }
@@ -31,15 +32,6 @@ const STYLE = `
   .hover { min-height: 1.3em; color: var(--tx-muted); }
 `;
 
-/** Diverging colour for v in [-1, 1]: blue below 0, orange above, white at 0. */
-function colour(v) {
-  const t = Math.max(-1, Math.min(1, v));
-  const [r, g, b] = t >= 0 ? [230, 120, 20] : [40, 90, 200];
-  const a = Math.abs(t);
-  const mix = (c) => Math.round(255 + (c - 255) * a);
-  return `rgb(${mix(r)},${mix(g)},${mix(b)})`;
-}
-
 /**
  * An SVG heat map of a matrix (rows × cols), with axis titles; `scale` maps values to [-1, 1].
  * The cell `focus` [row, col] is the map's one tab stop; arrow keys move from there.
@@ -54,7 +46,7 @@ function heatmap(matrix, { scale, rowTitle, colTitle, kind, label, focus = [0, 0
   const height = top + rows * cell + 22;
   const [fi, fj] = [Math.min(focus[0], rows - 1), Math.min(focus[1], cols - 1)];
   const rects = matrix.map((row, i) => row.map((v, j) => `<rect class="cell" x="${left + j * cell}" y="${top + i * cell}"
-    width="${cell}" height="${cell}" fill="${colour(v / scale)}" data-row="${i}" data-col="${j}" data-value="${v}"${i === fi && j === fj ? ' tabindex="0"' : ""}></rect>`).join("")).join("");
+    width="${cell}" height="${cell}" fill="${divergingColour(v / scale)}" data-row="${i}" data-col="${j}" data-value="${v}"${i === fi && j === fj ? ' tabindex="0"' : ""}></rect>`).join("")).join("");
   return `<svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${label}; arrow keys move between cells" data-kind="${kind}"
     data-rows="${rows}" data-cols="${cols}" data-cell="${cell}" data-left="${left}" data-top="${top}">
     ${rects}<g class="marks"></g>
@@ -62,7 +54,7 @@ function heatmap(matrix, { scale, rowTitle, colTitle, kind, label, focus = [0, 0
     <text transform="translate(10 ${top}) rotate(90)">${rowTitle} →</text></svg>`;
 }
 
-class TxPositional extends TxElement {
+class TxPositional extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Sinusoidal position vectors</div>
@@ -81,66 +73,39 @@ class TxPositional extends TxElement {
       <dl class="readout" aria-live="polite"></dl>`;
   }
 
-  mount() {
+  setup() {
     const attr = (name, fallback) => this.getAttribute(name) ?? fallback;
-    const values = { d_model: attr("d-model", "32"), n_positions: attr("length", "32"), p: attr("p", "3"), q: attr("q", "8"), k: attr("k", "5") };
-    for (const [name, value] of Object.entries(values)) {
-      const el = this.$(`[name="${name}"]`);
-      el.value = value;
-      el.addEventListener("input", () => this.update());
-    }
+    this.wire({ d_model: attr("d-model", "32"), n_positions: attr("length", "32"), p: attr("p", "3"), q: attr("q", "8"), k: attr("k", "5") });
     this.focused = {}; // kind -> [row, col] of the map's tab stop
     this.$(".maps").addEventListener("click", (event) => this.pick(event.target.closest("svg[data-kind=similarity] rect.cell")));
     this.$(".maps").addEventListener("mouseover", (event) => this.describe(event.target.closest("rect.cell")));
     this.$(".maps").addEventListener("focusin", (event) => this.describe(event.target.closest("rect.cell")));
     this.$(".maps").addEventListener("keydown", (event) => this.moveFocus(event));
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
   }
 
   request() {
-    const value = (name) => this.$(`[name="${name}"]`).value;
-    try {
-      const request = {
-        d_model: parseInteger(value("d_model"), { label: "The width d", min: 2, max: 128 }),
-        n_positions: parseInteger(value("n_positions"), { label: "Positions", min: 2, max: 64 }),
-        p: parseInteger(value("p"), { label: "p", min: 0, max: 1_000_000 }),
-        q: parseInteger(value("q"), { label: "q", min: 0, max: 1_000_000 }),
-      };
-      request.k = parseInteger(value("k"), { label: "The shift k", min: -Math.min(request.p, request.q), max: 1_000_000 });
-      return { request };
-    } catch (err) {
-      return { error: err };
-    }
+    const value = (name) => this.field(name).value;
+    const request = {
+      d_model: parseInteger(value("d_model"), { label: "The width d", min: 2, max: 128 }),
+      n_positions: parseInteger(value("n_positions"), { label: "Positions", min: 2, max: 64 }),
+      p: parseInteger(value("p"), { label: "p", min: 0, max: 1_000_000 }),
+      q: parseInteger(value("q"), { label: "q", min: 0, max: 1_000_000 }),
+    };
+    request.k = parseInteger(value("k"), { label: "The shift k", min: -Math.min(request.p, request.q), max: 1_000_000 });
+    return request;
   }
 
-  async update() {
-    const { request, error } = this.request();
-    const generation = ++this.generation; // an answer still on its way is for older settings
-    if (error) {
-      this.showError(error);
-      return;
-    }
+  echo(request) {
     this.$('[name="d_model"] + output').textContent = String(request.d_model);
     this.$('[name="n_positions"] + output').textContent = String(request.n_positions);
-    try {
-      const view = await callDemo("positional", "sinusoidal_view", request);
-      if (generation !== this.generation) return;
-      this.view = view;
-      this.dataset.request = JSON.stringify(request);
-      this.render(view);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
   }
 
-  render(view) {
+  compute(request) {
+    return callDemo("positional", "sinusoidal_view", request);
+  }
+
+  draw(view) {
+    this.view = view;
     const half = view.d_model / 2;
     this.$(".table-map").innerHTML = heatmap(view.table, { scale: 1, rowTitle: "position", colTitle: "dimension", kind: "table",
       label: `Sinusoidal table, ${view.n_positions} positions by ${view.d_model} dimensions`, focus: this.focused.table });

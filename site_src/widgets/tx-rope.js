@@ -13,9 +13,9 @@
  * `data-theta` on the readout, `data-distance`/`data-similarity`/`data-bound` on the
  * chart points.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement } from "./base.js";
+import { callDemo } from "../runtime/python.js";
 import { parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const MAX_DISTANCE = 128;
 const STYLE = `
@@ -52,7 +52,7 @@ function arrow(x, y, r, cls) {
   return `<path class="${cls}" d="M0,0 L${px},${py} M${head(0.4)} L${px},${py} L${head(-0.4)}"></path>`;
 }
 
-class TxRope extends TxElement {
+class TxRope extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Rotary position embeddings</div>
@@ -71,13 +71,13 @@ class TxRope extends TxElement {
       <details><summary>The curve as a table</summary><table><thead><tr><th>m − n</th><th>cosine</th><th>bound</th></tr></thead><tbody></tbody></table></details>`;
   }
 
-  mount() {
+  setup() {
     const attr = (name, fallback) => this.getAttribute(name) ?? fallback;
-    this.$('[name="d"]').value = attr("d", "32");
-    this.$('[name="vectors"]').value = attr("vectors", "ones");
+    this.field("d").value = attr("d", "32");
+    this.field("vectors").value = attr("vectors", "ones");
     this.setPairMax();
     for (const [name, value] of [["pair", attr("pair", "0")], ["m", attr("m", "6")], ["n", attr("n", "2")]]) {
-      this.$(`[name="${name}"]`).value = value;
+      this.field(name).value = value;
     }
     for (const el of this.shadowRoot.querySelectorAll(".controls [name]")) {
       el.addEventListener(el.tagName === "SELECT" ? "change" : "input", () => {
@@ -85,13 +85,6 @@ class TxRope extends TxElement {
         this.update();
       });
     }
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
-  }
-
-  disconnectedCallback() {
-    this.unsubscribe?.();
   }
 
   setPairMax() {
@@ -107,22 +100,18 @@ class TxRope extends TxElement {
       max_distance: MAX_DISTANCE };
   }
 
-  async update() {
-    const generation = ++this.generation;
-    const request = this.checkedRequest();
-    if (!request) return;
+  echo(request) {
     for (const name of ["pair", "m", "n"]) this.$(`[name="${name}"] + output`).textContent = String(request[name]);
-    try {
-      const view = await callDemo("rope", "rope_view", request);
-      if (generation !== this.generation) return;
-      this.dataset.request = JSON.stringify(request);
-      this.renderCircle(view, request);
-      this.renderChart(view, request);
-      this.renderReadout(view, request);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  }
+
+  compute(request) {
+    return callDemo("rope", "rope_view", request);
+  }
+
+  draw(view, request) {
+    this.renderCircle(view, request);
+    this.renderChart(view, request);
+    this.renderReadout(view, request);
   }
 
   renderCircle(v, { m, n, pair }) {

@@ -11,8 +11,10 @@
  * The distribution is computed by `demos.sampling.next_token_distribution` in the
  * Pyodide worker: the same function the test suite checks against PyTorch.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml, formatProb } from "./base.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml, formatProb } from "./base.js";
+import { InputError } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const EXAMPLE = {
   context: "The cat sat on the",
@@ -24,7 +26,7 @@ function parseList(text, convert) {
   return text.split(",").map((s) => convert(s.trim()));
 }
 
-class TxSampling extends TxElement {
+class TxSampling extends TxLab {
   template() {
     return `
       <div class="title">Next-token probabilities <span class="context"></span></div>
@@ -37,62 +39,39 @@ class TxSampling extends TxElement {
       <div class="summary"></div>`;
   }
 
-  mount() {
+  setup() {
     this.labels = this.hasAttribute("labels") ? parseList(this.getAttribute("labels"), String) : EXAMPLE.labels;
     this.logits = this.hasAttribute("logits") ? parseList(this.getAttribute("logits"), Number) : EXAMPLE.logits;
     this.$(".context").textContent = this.hasAttribute("logits") ? "" : `after “${EXAMPLE.context} …”`;
     if (this.logits.some((x) => !Number.isFinite(x)) || this.labels.length !== this.logits.length) {
-      this.showError("The logits attribute must be numbers, as many as the labels.");
-      return;
+      throw new InputError("The logits attribute must be numbers, as many as the labels.");
     }
-    const initial = {
+    this.field("top_k").max = String(this.logits.length);
+    this.wire({
       temperature: this.getAttribute("temperature") ?? "1",
       top_k: this.getAttribute("top-k") ?? "0",
       top_p: this.getAttribute("top-p") ?? "1",
-    };
-    this.$('input[name="top_k"]').max = String(this.logits.length);
-    for (const input of this.shadowRoot.querySelectorAll("input[type=range]")) {
-      input.value = initial[input.name];
-      input.addEventListener("input", () => this.update());
-    }
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
-    this.update();
+    });
   }
 
-  disconnectedCallback() {
-    this.unsubscribe?.();
-  }
-
-  /** Current slider values as the keyword arguments of next_token_distribution. */
+  /** Current slider values (with the logits, the keyword arguments of next_token_distribution). */
   request() {
-    const value = (name) => Number(this.$(`input[name="${name}"]`).value);
-    return { logits: this.logits, temperature: value("temperature"), top_k: value("top_k"), top_p: value("top_p") };
+    const value = (name) => Number(this.field(name).value);
+    return { temperature: value("temperature"), top_k: value("top_k"), top_p: value("top_p") };
   }
 
-  showValues({ temperature, top_k, top_p }) {
+  echo({ temperature, top_k, top_p }) {
     const out = (name) => this.$(`input[name="${name}"] + output`);
     out("temperature").textContent = temperature === 0 ? "0 (greedy)" : temperature.toFixed(2);
     out("top_k").textContent = top_k === 0 ? "off" : String(top_k);
     out("top_p").textContent = top_p === 1 ? "off" : top_p.toFixed(2);
   }
 
-  async update() {
-    const request = this.request();
-    this.showValues(request);
-    const generation = ++this.generation;
-    try {
-      const dist = await callDemo("sampling", "next_token_distribution", request);
-      if (generation !== this.generation) return; // a newer slider value is on its way
-      this.render(request, dist);
-      this.showReady();
-    } catch (err) {
-      if (generation === this.generation) this.showError(err, { retry: () => this.update() });
-    }
+  compute(request) {
+    return callDemo("sampling", "next_token_distribution", { logits: this.logits, ...request });
   }
 
-  render(request, dist) {
-    this.dataset.request = JSON.stringify({ temperature: request.temperature, top_k: request.top_k, top_p: request.top_p });
+  draw(dist) {
     const peak = Math.max(...dist.probs, ...dist.base_probs);
     const width = (p) => (peak > 0 ? (100 * p) / peak : 0);
     this.$(".bars").innerHTML = dist.probs.map((p, i) => `

@@ -8,9 +8,11 @@
  * cell carries the exact value in `data-value` (and its key in `data-key`). The "All
  * presets" table is `demos.size.preset_table()`: computed against published counts.
  */
-import { callDemo, followPython } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
+import { callDemo } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
+import { formatScientific } from "./format.js";
 import { parseInteger, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 /** Fields: [name, label, kind, help, placeholder]; kind is "count" (>= 1), "count0" (>= 0),
  * "optional" (a count, or empty for the default), "flag" or a list of choices. */
@@ -81,13 +83,6 @@ function formatSize(bytes) {
   return `${(bytes / scale).toFixed(2)} ${unit}`;
 }
 
-/** "3.14 × 10^23" with a superscript exponent. */
-function formatSci(x) {
-  if (x === 0) return "0";
-  const exp = Math.floor(Math.log10(x));
-  return `${(x / 10 ** exp).toFixed(2)} × 10<sup>${exp}</sup>`;
-}
-
 function fieldHtml([name, label, kind, help, placeholder]) {
   const title = `title="${escapeHtml(help)}"`;
   if (Array.isArray(kind)) {
@@ -99,7 +94,7 @@ function fieldHtml([name, label, kind, help, placeholder]) {
   return `<label ${title}>${label}<input name="${name}" type="number" min="${min}" step="1" inputmode="numeric"${hint}></label>`;
 }
 
-class TxSizeCalc extends TxElement {
+class TxSizeCalc extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Model-size calculator</div>
@@ -113,42 +108,35 @@ class TxSizeCalc extends TxElement {
       </details>`;
   }
 
-  mount() {
-    this.generation = 0;
-    this.unsubscribe = followPython(this);
+  setup() {
+    this.$('[name="preset"]').addEventListener("change", () => {
+      if (this.applyPreset(this.$('[name="preset"]').value)) this.update();
+    });
+  }
+
+  /** The presets (the select and the table of published counts), and the first one's fields. */
+  async prepare() {
+    const [presets, table] = await Promise.all([callDemo("size", "presets"), callDemo("size", "preset_table")]);
+    this.presets = presets;
+    this.$('[name="preset"]').innerHTML = presets.map((p) => `<option value="${p.id}">${escapeHtml(p.name)}</option>`).join("")
+      + '<option value="custom">custom (edited)</option>';
+    this.renderPresetTable(table);
+    const wanted = this.getAttribute("preset") ?? "gpt2-small";
+    const known = presets.some((p) => p.id === wanted);
+    if (!known) { // said once, after the first preset is computed
+      this.notice = `There is no preset “${wanted.slice(0, 40)}” (the preset attribute): showing ${presets[0].name}.`
+        + ` The ids are ${presets.map((p) => p.id).join(", ")}.`;
+    }
+    this.applyPreset(known ? wanted : presets[0].id);
     for (const el of this.shadowRoot.querySelectorAll(".fields [name]")) {
       el.addEventListener(el.type === "checkbox" || el.tagName === "SELECT" ? "change" : "input", () => this.update());
     }
-    this.$('[name="preset"]').addEventListener("change", () => this.applyPreset(this.$('[name="preset"]').value));
-    this.start();
   }
 
-  disconnectedCallback() {
-    this.unsubscribe?.();
-  }
-
-  async start() {
-    try {
-      const [presets, table] = await Promise.all([callDemo("size", "presets"), callDemo("size", "preset_table")]);
-      this.presets = presets;
-      this.$('[name="preset"]').innerHTML = presets.map((p) => `<option value="${p.id}">${escapeHtml(p.name)}</option>`).join("")
-        + '<option value="custom">custom (edited)</option>';
-      this.renderPresetTable(table);
-      const wanted = this.getAttribute("preset") ?? "gpt2-small";
-      const known = presets.some((p) => p.id === wanted);
-      if (!known) { // said once, after the first preset is computed
-        this.startError = `There is no preset “${wanted.slice(0, 40)}” (the preset attribute): showing ${presets[0].name}.`
-          + ` The ids are ${presets.map((p) => p.id).join(", ")}.`;
-      }
-      this.applyPreset(known ? wanted : presets[0].id);
-    } catch (err) {
-      this.showError(err, { retry: () => this.start() });
-    }
-  }
-
+  /** Fill the fields from the preset `id`; false for "custom" (the fields stay as they are). */
   applyPreset(id) {
     const preset = this.presets.find((p) => p.id === id);
-    if (!preset) return; // "custom": keep the fields as they are
+    if (!preset) return false;
     this.$('[name="preset"]').value = id;
     const config = { n_kv_head: "", n_segments: 0, pooler: false, n_experts: 1, top_k: 1, n_shared_experts: 0,
       ...preset.config };
@@ -156,9 +144,13 @@ class TxSizeCalc extends TxElement {
     this.setField("context_length", config.n_positions || 2048);
     this.setField("train_tokens", preset.train_tokens ?? "");
     this.setField("kv_precision", "fp16");
-    this.presetRequest = this.request().kwargs; // to tell later whether the reader edited the preset
+    try {
+      this.presetRequest = this.request(); // to tell later whether the reader edited the preset
+    } catch {
+      this.presetRequest = null; // the next update says what is wrong
+    }
     this.$(".note").textContent = [`Published: ${preset.published_label}.`, preset.note].filter(Boolean).join(" ");
-    this.update();
+    return true;
   }
 
   setField(name, value) {
@@ -168,7 +160,7 @@ class TxSizeCalc extends TxElement {
     el.removeAttribute("aria-invalid");
   }
 
-  /** The fields as keyword arguments of model_size, or an error naming the first bad field. */
+  /** The fields as keyword arguments of model_size; an InputError names the first bad field (marked aria-invalid). */
   request() {
     const kwargs = {};
     for (const [name, label, kind] of [...FIELDS, ...USAGE]) {
@@ -182,36 +174,31 @@ class TxSizeCalc extends TxElement {
         }
       } catch (err) {
         el.setAttribute("aria-invalid", "true");
-        return { error: err.message };
+        throw err;
       }
     }
-    return { kwargs };
+    return kwargs;
   }
 
-  async update() {
-    if (!this.presets) return;
-    const { kwargs, error } = this.request();
-    if (error) {
-      this.showError(error);
-      return;
-    }
+  /** The preset select says "custom" once the architecture differs from the preset's. */
+  echo(kwargs) {
     const architecture = (request) => JSON.stringify(FIELDS.map(([name]) => request?.[name]));
     if (architecture(kwargs) !== architecture(this.presetRequest)) this.$('[name="preset"]').value = "custom";
-    const generation = ++this.generation;
-    try {
-      const result = await callDemo("size", "model_size", kwargs);
-      if (generation !== this.generation) return;
-      this.dataset.request = JSON.stringify(kwargs);
-      this.renderResults(result);
-      if (this.startError) this.showError(this.startError);
-      else this.showReady();
-      this.startError = null;
-    } catch (err) {
-      if (generation !== this.generation) return;
-      const field = /^model size: |^(\w+) /.exec(err.message)?.[1];
-      this.$(`.fields [name="${field}"]`)?.setAttribute("aria-invalid", "true");
-      this.showError(err, { retry: () => this.update() });
-    }
+  }
+
+  compute(kwargs) {
+    return callDemo("size", "model_size", kwargs);
+  }
+
+  draw(result) {
+    this.renderResults(result);
+  }
+
+  /** A fault that names a field (model_size's ValueError) marks it aria-invalid. */
+  showFault(err) {
+    const field = /^model size: |^(\w+) /.exec(err.message)?.[1];
+    this.$(`.fields [name="${field}"]`)?.setAttribute("aria-invalid", "true");
+    super.showFault(err);
   }
 
   renderResults(r) {
@@ -241,7 +228,7 @@ class TxSizeCalc extends TxElement {
       row(`For ${kv.context_length.toLocaleString("en")} tokens`, "kv_cache.bytes_for_context", kv.bytes_for_context, formatSize(kv.bytes_for_context)),
       group("Training compute"),
       row("Training tokens D", "train_tokens", r.train_tokens),
-      row("FLOPs ≈ 6 · N · D", "training_flops", r.training_flops, formatSci(r.training_flops)),
+      row("FLOPs ≈ 6 · N · D", "training_flops", r.training_flops, formatScientific(r.training_flops)),
       row("Chinchilla tokens ≈ 20 · N", "chinchilla_tokens", r.chinchilla_tokens),
     ].join("");
   }

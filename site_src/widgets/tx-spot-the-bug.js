@@ -17,9 +17,10 @@
  * seconds) and `data-interrupt` ("interrupt" or "restart": how a running check is stopped
  * on this page).
  */
-import { callDemo, interruptMode, followPython, StoppedError } from "../runtime/python.js";
-import { TxElement, escapeHtml } from "./base.js";
+import { callDemo, interruptMode, StoppedError } from "../runtime/python.js";
+import { escapeHtml } from "./base.js";
 import { parseChoice, parseNumber, parseSelect } from "./inputs.js";
+import { TxLab } from "./lab.js";
 
 const INDENT = "    ";
 const LIMITS = [1, 2, 5, 10, 30];
@@ -71,7 +72,7 @@ function indentSelection(textarea, dedent) {
   textarea.selectionEnd = lineStart + text.length;
 }
 
-class TxSpotTheBug extends TxElement {
+class TxSpotTheBug extends TxLab {
   template() {
     return `<style>${STYLE}</style>
       <div class="title">Spot the bug <span class="badge"></span></div>
@@ -102,7 +103,7 @@ class TxSpotTheBug extends TxElement {
       </div>`;
   }
 
-  mount() {
+  setup() {
     this.dataset.interrupt = interruptMode();
     this.dataset.checks = "0";
     this.edits = new Map(); // bug id -> the reader's code, kept while switching snippets
@@ -131,12 +132,10 @@ class TxSpotTheBug extends TxElement {
     const code = this.$(".code");
     code.addEventListener("keydown", (e) => this.onKey(e));
     code.addEventListener("input", () => this.edits.set(this.bug.id, code.value));
-    this.unsubscribe = followPython(this);
-    this.load();
   }
 
   disconnectedCallback() {
-    this.unsubscribe?.();
+    super.disconnectedCallback();
     this.stopper?.abort();
   }
 
@@ -156,11 +155,12 @@ class TxSpotTheBug extends TxElement {
     if (event.key !== "Shift") this.escaped = false;
   }
 
-  async load() {
+  /** The catalogue of snippets, then the one the bug attribute names (no update loop: checks run on demand). */
+  async start() {
     try {
       this.catalogue = await callDemo("bugs", "list_bugs");
     } catch (err) {
-      this.showError(err, { retry: () => this.load() });
+      this.showError(err, { retry: () => this.start() });
       return;
     }
     const select = this.$('select[name="bug"]');
