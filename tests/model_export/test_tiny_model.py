@@ -89,10 +89,26 @@ def test_all_writes_the_site_files_and_keeps_the_reference_private(build_dir):
                if p.is_file() and not p.relative_to(build_dir).as_posix().startswith(".build/")}
     assert {"manifest.json", "report.json", "report.md", "vocab.json", "merges.txt", "TOKENIZER_NOTICE.txt",
             "q4/model.onnx", "q8/model.onnx", "fp16/model.onnx", "q4x/model.onnx", "q4x/expand.json",
-            "q4x/packed.0"} <= shipped
+            "q4x/packed.0", "tables/index.json", "tables/parity/torch.f32", "tables/parity/ort-fp32.f32"} <= shipped
     assert {p.name for p in (build_dir / ".build").iterdir()} == {"reference.onnx", "record.json", "q4x-expanded.onnx", "q8x-expanded.onnx"}
-    assert not any("fp32" in name or name.endswith(".tmp") for name in shipped)
+    not_logits = [name for name in shipped if not name.startswith("tables/parity/")]  # fp32's logits are served, not its graph
+    assert not any("fp32" in name or name.endswith(".tmp") for name in not_logits)
     assert not list(build_dir.parent.glob(".tiny.*")), "the staging directory was not cleaned up"
+
+
+def test_all_writes_the_tables_and_lists_them_in_the_manifest(build_dir, manifest):
+    """The tables stage of `all`: the figures' weight index and parity logits, listed with bytes and sha256."""
+    index = json.loads((build_dir / "tables" / "index.json").read_text())
+    assert index["weights"]["variant"] == "q4x" and index["parity"]["missing"] is None
+    assert [e["source"] for e in index["parity"]["logits"]] == ["torch", "ort-fp32"] + [f"ort-{name}" for name in VARIANTS]
+    listed = ["tables/index.json"] + [f"tables/{e['path']}" for e in index["parity"]["logits"]]
+    assert [e["path"] for e in manifest["tables"]] == listed
+    on_disk = sorted(p.relative_to(build_dir).as_posix() for p in (build_dir / "tables").rglob("*") if p.is_file())
+    assert on_disk == sorted(listed)
+    for entry in manifest["tables"]:
+        assert entry["bytes"] == (build_dir / entry["path"]).stat().st_size and entry["sha256"] == sha256(build_dir / entry["path"])
+    logits = {e["source"]: np.fromfile(build_dir / "tables" / e["path"], "<f4") for e in index["parity"]["logits"]}
+    assert np.abs(logits["torch"] - logits["ort-fp32"]).max() < TOL_ORT
 
 
 def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
@@ -339,8 +355,10 @@ def test_quantize_into_small_pieces_then_package_and_validate(copy, capsys):
     """Pieces of at most 2 MB: the 6.4 MB fp16 embedding is split into row blocks joined by a
     Concat, and the result still validates."""
     assert main(["quantize", "--out", str(copy), "--variants", "fp16,q8", "--piece-mb", "2", "--inline-mb", "0"]) == 0
+    assert not (copy / "tables").exists()  # made from the files replaced: `model-export tables` writes them again
     assert main(["package", "--out", str(copy)]) == 0
     manifest = json.loads((copy / "manifest.json").read_text())
+    assert manifest["tables"] == []
     fp16 = next(v for v in manifest["variants"] if v["name"] == "fp16")
     pieces = [f for f in fp16["files"] if f["role"] == "data"]
     assert len(pieces) >= 4 and all(f["bytes"] <= 2_000_000 for f in pieces)
@@ -352,6 +370,6 @@ def test_quantize_into_small_pieces_then_package_and_validate(copy, capsys):
 
 
 def test_stages_refuse_to_run_out_of_order(tmp_path, capsys):
-    for command in ("quantize", "validate", "package", "report"):
+    for command in ("quantize", "validate", "tables", "package", "report"):
         assert main([command, "--out", str(tmp_path / "nothing")]) == 2
         assert "run `model-export build" in capsys.readouterr().err
