@@ -7,24 +7,20 @@
  *
  * Shows `data-values` on each figure and `data-max-diff` on the check line.
  */
-import { PipelineStage } from "./pipeline/stage.js";
-import { blockTrace } from "./pipeline/block.js";
-import { heatmap, tokenLabels } from "./pipeline/figures.js";
+import { BlockStage } from "./pipeline/block.js";
+import { heatmap } from "./pipeline/figures.js";
 import { maxAbsDiff } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 
-class TxStageAttention extends PipelineStage {
+class TxStageAttention extends BlockStage {
   pickers() {
     return ["layer", "head"];
   }
 
-  async draw({ model, ids, run }) {
-    const layer = this.num("select[name=layer]");
+  drawBlock(b, { model, layer, labels }) {
     const h = this.num("select[name=head]");
-    const b = await blockTrace(model, run, layer);
     const { T, H, hd } = b;
     const head = b.heads[h];
-    const labels = tokenLabels(model, ids);
     const numbers = T <= 8;
     const opts = (name, caption, extra = {}) => ({ name, caption, rowLabels: labels, numbers, cell: numbers ? 34 : 14, ...extra });
     const diff = maxAbsDiff(head.softmax.flat(), head.probs.flat());

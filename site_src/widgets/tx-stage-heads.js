@@ -4,24 +4,20 @@
  *
  * Shows `data-values` on the q_h, k_h and v_h figures.
  */
-import { PipelineStage } from "./pipeline/stage.js";
-import { blockTrace } from "./pipeline/block.js";
-import { heatmap, tokenLabels } from "./pipeline/figures.js";
+import { BlockStage } from "./pipeline/block.js";
+import { heatmap } from "./pipeline/figures.js";
 import { slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 
-class TxStageHeads extends PipelineStage {
+class TxStageHeads extends BlockStage {
   pickers() {
     return ["layer", "head"];
   }
 
-  async draw({ model, ids, run }) {
-    const layer = this.num("select[name=layer]");
+  drawBlock(b, { model, layer, labels }) {
     const h = this.num("select[name=head]");
-    const b = await blockTrace(model, run, layer);
     const { T, C, H, hd } = b;
     const g = GPT2_SMALL;
-    const labels = tokenLabels(model, ids);
     const part = (m) => slice2d(m, T, C, h * hd, (h + 1) * hd);
     return `${shapeLine("Q as heads", [g.n_head, T, g.n_embd / g.n_head], [H, T, hd], model.info.name)}
       <p class="pl-note">${C} = ${H} heads × ${hd} columns; head ${h} owns columns ${h * hd} … ${(h + 1) * hd - 1}.</p>

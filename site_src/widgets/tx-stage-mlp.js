@@ -6,20 +6,13 @@
  * Shows `data-values` on each figure and `data-active` (share of units GELU leaves above 0).
  */
 import { escapeHtml } from "./base.js";
-import { PipelineStage } from "./pipeline/stage.js";
-import { blockTrace } from "./pipeline/block.js";
-import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { BlockStage } from "./pipeline/block.js";
+import { MAX_COLS, heatmap } from "./pipeline/figures.js";
 import { slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
 
-class TxStageMlp extends PipelineStage {
-  pickers() {
-    return ["layer"];
-  }
-
-  async draw({ model, ids, run }) {
-    const layer = this.num("select[name=layer]");
-    const b = await blockTrace(model, run, layer);
+class TxStageMlp extends BlockStage {
+  drawBlock(b, { model, ids, layer, labels }) {
     const { T, C } = b;
     const wide = 4 * C;
     const cols = Math.min(wide, 2 * MAX_COLS);
@@ -27,7 +20,6 @@ class TxStageMlp extends PipelineStage {
     for (const v of b.act) if (v > 0) positive++;
     const active = positive / b.act.length;
     const g = GPT2_SMALL.n_embd;
-    const labels = tokenLabels(model, ids);
     return `${shapeLine("expand: c_fc", [T, 4 * g], [T, wide], model.info.name)}
       ${shapeLine("project back: c_proj", [T, g], [T, C], model.info.name)}
       <div class="pl-figs">

@@ -6,23 +6,15 @@
  *
  * Shows `data-values` on the Q, K and V figures (first columns).
  */
-import { PipelineStage } from "./pipeline/stage.js";
-import { blockTrace } from "./pipeline/block.js";
-import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { BlockStage } from "./pipeline/block.js";
+import { MAX_COLS, heatmap } from "./pipeline/figures.js";
 import { slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 
-class TxStageQkv extends PipelineStage {
-  pickers() {
-    return ["layer"];
-  }
-
-  async draw({ model, ids, run }) {
-    const layer = this.num("select[name=layer]");
-    const b = await blockTrace(model, run, layer);
+class TxStageQkv extends BlockStage {
+  drawBlock(b, { model, layer, labels }) {
     const { T, C } = b;
     const cols = Math.min(C, MAX_COLS);
-    const labels = tokenLabels(model, ids);
     const g = GPT2_SMALL.n_embd;
     return `${shapeLine("c_attn weight", [g, 3 * g], [C, 3 * C], model.info.name)}
       ${shapeLine("LN(x) @ W + b", [T, 3 * g], [T, 3 * C], model.info.name)}

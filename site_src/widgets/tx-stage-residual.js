@@ -8,9 +8,8 @@
  * Shows `data-values` on the figure, `data-max-diff` on the check line and one `tr` per token.
  */
 import { escapeHtml } from "./base.js";
-import { PipelineStage } from "./pipeline/stage.js";
-import { blockTrace } from "./pipeline/block.js";
-import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
+import { BlockStage } from "./pipeline/block.js";
+import { MAX_COLS, heatmap } from "./pipeline/figures.js";
 import { maxAbsDiff, rowStats, slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
 import { weightsPhrase } from "./pipeline/weights.js";
@@ -22,19 +21,13 @@ function rowNorms(x, T, C) {
   return Array.from({ length: T }, (_, t) => Math.sqrt(x.subarray(t * C, (t + 1) * C).reduce((s, v) => s + v * v, 0)));
 }
 
-class TxStageResidual extends PipelineStage {
-  pickers() {
-    return ["layer"];
-  }
-
+class TxStageResidual extends BlockStage {
   controls() {
     return `${super.controls()}
       <label><input type="checkbox" name="train"> training mode: dropout p = ${P_DROP} on the MLP update</label>`;
   }
 
-  async draw({ model, ids, run }) {
-    const layer = this.num("select[name=layer]");
-    const b = await blockTrace(model, run, layer);
+  async drawBlock(b, { model, ids, layer, labels }) {
     const { T, C } = b;
     const train = this.$("input[name=train]").checked;
     let update = b.mlpOut;
@@ -54,7 +47,7 @@ class TxStageResidual extends PipelineStage {
       <figure class="pl-fig"><figcaption>Per token: vector lengths ‖·‖, and the mean / standard deviation of x and of LN₁(x) (γ and β included).</figcaption>
       <table class="pl-table pl-residual"><thead><tr><th>token</th><th>‖x‖</th><th>x: mean / std</th><th>LN₁(x): mean / std</th><th>‖attn update‖</th><th>‖MLP update‖${train ? " (dropout)" : ""}</th><th>‖x after block‖</th></tr></thead><tbody>${rows}</tbody></table></figure>
       ${train ? `<p class="pl-note">Training mode: ${dropped} of ${T * C} numbers of the MLP update were set to 0, the others divided by ${1 - P_DROP}. At inference (switch off) nothing is dropped.</p>` : ""}
-      ${heatmap(slice2d(b.nextModel, T, C, 0, cols), { name: `hidden_states.${layer + 1}`, caption: `The model's hidden_states.${layer + 1}: the residual stream after block ${layer} (first ${cols} of ${C})`, rowLabels: tokenLabels(model, ids), cell: 6 })}
+      ${heatmap(slice2d(b.nextModel, T, C, 0, cols), { name: `hidden_states.${layer + 1}`, caption: `The model's hidden_states.${layer + 1}: the residual stream after block ${layer} (first ${cols} of ${C})`, rowLabels: labels, cell: 6 })}
       <p class="pl-note pl-check" data-max-diff="${diff}">Figure 5f. Recomputing block ${layer} on this page with ${await weightsPhrase(model)} lands within ${diff.toExponential(2)} of the model's own output.</p>`;
   }
 }

@@ -4,7 +4,9 @@
  * kernels (kernels.js), next to the model's own output of the block.
  * @module widgets/pipeline/block
  */
+import { tokenLabels } from "./figures.js";
 import { traceBlock } from "./kernels.js";
+import { PipelineStage } from "./stage.js";
 import { blockWeights } from "./weights.js";
 
 /**
@@ -21,4 +23,21 @@ export async function blockTrace(model, run, layer) {
   const w = await blockWeights(model, layer);
   const trace = traceBlock(run.hidden[layer], w, run.attn[layer], { T: run.T, C, H });
   return { ...trace, nextModel: run.hidden[layer + 1] };
+}
+
+/**
+ * Base of the stage widgets that draw one block (5a–5f): a Block picker (subclasses may add
+ * "head"), and `draw` runs `blockTrace` for the chosen block and hands it to the subclass's
+ * `drawBlock(trace, {model, ids, run, layer, labels})`, which returns the figure's HTML.
+ */
+export class BlockStage extends PipelineStage {
+  pickers() {
+    return ["layer"];
+  }
+
+  async draw({ model, ids, run }) {
+    const layer = this.num("select[name=layer]");
+    const trace = await blockTrace(model, run, layer);
+    return this.drawBlock(trace, { model, ids, run, layer, labels: tokenLabels(model, ids) });
+  }
 }
