@@ -7,6 +7,8 @@ of it in the reader's browser.
 - command-line tools: ``python -m sitebuild.assets`` (vendor the third-party runtimes),
   ``python -m sitebuild.serve`` (the dev server), ``python -m sitebuild.check_budgets``,
   ``python -m sitebuild.chromium`` (find or install the browser the tests drive);
+- helpers of the embed hook: :mod:`.widget_docs` (the widget catalogue, read from the
+  widget files' doc comments) and :mod:`.embed_costs` (each runtime's download size);
 - :mod:`.paths`: where the repository keeps what the build reads.
 
 The browser code it copies into the site lives beside it in ``site_src/`` (``runtime/``,

@@ -16,31 +16,22 @@ Before that, on the "Embed in your course" page it replaces ``<!-- tx:widget-cat
 by a table of the widgets and their attributes, and ``<!-- tx:embed-costs -->`` by the
 download sizes of each runtime, measured on the files this build serves.
 
-The widget list comes from the ``tx-*.js`` files, so a new widget is embeddable without
-touching this file.
+The widget list comes from the ``tx-*.js`` files (``widget_docs.py`` reads them; the sizes come
+from ``embed_costs.py``), so a new widget is embeddable without touching this file.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import html
 import json
 import re
 import shutil
-import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-from mkdocs.exceptions import PluginError
+from sitebuild.embed_costs import costs_markdown
+from sitebuild.widget_docs import EMBED_SRC, Attribute, Widget, build_id, read_widgets
 
-from model_export.layout import MANIFEST
-from sitebuild.assets import build_demos_wheel, project_version
-from sitebuild.paths import MODELS, SITE_SRC, VENDOR
-
-EMBED_SRC = SITE_SRC / "embed"
-WIDGETS_SRC = SITE_SRC / "widgets"
-RUNTIME_SRC = SITE_SRC / "runtime"
 API_VERSION = "v1"
 EMBED_PAGE = "embed-in-your-course.md"
 CATALOG_MARKER = "<!-- tx:widget-catalog -->"
@@ -53,228 +44,6 @@ FAVICON = ('<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www
            'viewBox=%220 0 16 16%22%3E%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">')
 
 _pages_by_tag: dict[str, dict] = {}
-
-
-@dataclass
-class Attribute:
-    """One documented attribute of a widget."""
-
-    name: str
-    description: str
-    boolean: bool = False
-
-
-@dataclass
-class Widget:
-    """What the catalog knows about one widget file."""
-
-    tag: str
-    name: str
-    module: str
-    summary: str
-    runtime: str  # what it loads: "python", "model", "python+model" or "none"
-    attributes: list[Attribute] = field(default_factory=list)
-    page: dict | None = None
-
-
-# ---------------------------------------------------------------- reading the widget files
-
-DEFINE = re.compile(r'customElements\.define\(\s*["\'](tx-[a-z0-9-]+)["\']')
-IMPORT = re.compile(r'^\s*import\s[^;]*?from\s+["\'](\.[^"\']+)["\']|^\s*import\s+["\'](\.[^"\']+)["\']', re.M)
-INLINE_ATTRIBUTES = re.compile(r"^Attributes:\s*((?:`[a-z][a-z0-9-]*`(?:,\s*|\s+and\s+)?)+)\s*(?:\(optional\))?,?\s*(.+)$")
-ATTRIBUTE_LINE = re.compile(r"^ {2,}([a-z][a-z0-9-]*(?:, ?[a-z][a-z0-9-]*)*)\s+(\S.*)$")
-
-
-def doc_comment(source: str) -> list[str]:
-    """Lines of the first ``/** ... */`` comment, without the leading `` * ``."""
-    match = re.search(r"/\*\*(.*?)\*/", source, re.S)
-    if not match:
-        return []
-    lines = []
-    for line in match.group(1).splitlines():
-        line = re.sub(r"^\s*\* ?", "", line)
-        lines.append(line.rstrip())
-    while lines and not lines[0]:
-        lines.pop(0)
-    return lines
-
-
-def summary_of(lines: list[str], tag: str) -> str:
-    """The first paragraph of the doc comment, without the leading ``<tag>:``."""
-    first = []
-    for line in lines:
-        if not line.strip():
-            break
-        first.append(line.strip())
-    text = " ".join(first)
-    text = re.sub(rf"^<{re.escape(tag)}>:\s*", "", text)
-    return text[:1].upper() + text[1:] if text else tag
-
-
-def attributes_of(lines: list[str]) -> list[Attribute]:
-    """The ``Attributes`` list of a widget's doc comment (names, description, boolean or not).
-
-    Each entry is ``  name  description`` or ``  a, b  description`` (several attributes
-    described together); a more deeply indented line continues the description. A short
-    form on one line is read too: ``Attributes: `base` (optional), what it is``.
-    """
-    out: list[Attribute] = []
-    group: list[Attribute] = []
-    inside = False
-    for line in lines:
-        if not inside:
-            inside = line.strip().startswith("Attributes")
-            inline = INLINE_ATTRIBUTES.match(line.strip())
-            if inline:  # "Attributes: `base` (optional), the URL prefix ..." on one line
-                names = re.findall(r"`([a-z][a-z0-9-]*)`", inline.group(1))
-                return [Attribute(name, inline.group(2).strip().rstrip(".")) for name in names]
-            continue
-        if not line.strip():
-            break
-        indent = len(line) - len(line.lstrip())
-        match = ATTRIBUTE_LINE.match(line)
-        if match and indent <= 4:
-            description = match.group(2).strip()
-            boolean = bool(re.match(r"(boolean attribute|present\b)", description))
-            group = [Attribute(name, description, boolean) for name in re.split(r",\s*", match.group(1))]
-            out += group
-        elif group:
-            for attribute in group:
-                attribute.description += " " + line.strip()
-    return out
-
-
-def runtime_of(path: Path, seen: set[Path] | None = None) -> set[str]:
-    """Runtimes a module pulls in through its imports: "python" (Pyodide) and/or "model" (ORT)."""
-    seen = set() if seen is None else seen
-    if path in seen or not path.is_file():
-        return set()
-    seen.add(path)
-    found = set()
-    if path.name == "python.js":
-        found.add("python")
-    if path.name == "model.js":
-        found.add("model")
-    for match in IMPORT.finditer(path.read_text(encoding="utf-8")):
-        target = (path.parent / (match.group(1) or match.group(2))).resolve()
-        found |= runtime_of(target, seen)
-    return found
-
-
-def read_widgets(widgets_dir: Path = WIDGETS_SRC) -> list[Widget]:
-    """Every ``tx-*.js`` file that defines a custom element, in file-name order."""
-    widgets = []
-    for path in sorted(widgets_dir.glob("tx-*.js")):
-        source = path.read_text(encoding="utf-8")
-        match = DEFINE.search(source)
-        if not match:  # a tx-*.js file defining no element (shared modules live in widgets/pipeline/)
-            continue
-        tag = match.group(1)
-        lines = doc_comment(source)
-        needs = runtime_of(path.resolve())
-        runtime = "+".join(sorted(needs, key=["python", "model"].index)) or "none"
-        widgets.append(Widget(
-            tag=tag,
-            name=tag.removeprefix("tx-"),
-            module=f"../../widgets/{path.name}",
-            summary=summary_of(lines, tag),
-            runtime=runtime,
-            attributes=attributes_of(lines),
-            page=_pages_by_tag.get(tag),
-        ))
-    return widgets
-
-
-def build_id() -> str:
-    """Short hash of the browser code (widgets, runtime, embed), shown as the build of widgets.js."""
-    digest = hashlib.sha256()
-    for folder in (WIDGETS_SRC, RUNTIME_SRC, EMBED_SRC):
-        for path in sorted(folder.rglob("*.js")):
-            digest.update(path.relative_to(SITE_SRC).as_posix().encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-# ---------------------------------------------------------------- sizes
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.0f} kB"
-
-
-_gzip_sizes: dict[tuple, int] = {}
-
-
-def _gzip_size(path: Path) -> int:
-    """Bytes of the file gzip-compressed (remembered across rebuilds of `mkdocs serve`)."""
-    stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _gzip_sizes:
-        _gzip_sizes[key] = len(gzip.compress(path.read_bytes(), compresslevel=6, mtime=0))
-    return _gzip_sizes[key]
-
-
-def choose_variant(manifest: dict, backend: str) -> dict | None:
-    """The variant the runtime loads on a backend by default (as runtime/variants.js chooses:
-    the manifest's default, then its ``variant_order``, then the first that runs there); the
-    WebGPU ``shader-f16`` check is the browser's and not made here."""
-    usable = [v for v in manifest.get("variants", []) if backend in v.get("backends", [])]
-    if not usable:
-        return None
-    by_name = {v["name"]: v for v in usable}
-    preferred = [(manifest.get("default_variants") or {}).get(backend), *(manifest.get("variant_order") or {}).get(backend, [])]
-    return next((by_name[name] for name in preferred if name in by_name), usable[0])
-
-
-def runtime_costs(model: str) -> list[dict]:
-    """Download sizes of what a page fetches for each runtime (from build/vendor and the model)."""
-    pyodide = VENDOR / "pyodide"
-    ort = VENDOR / "ort"
-    if not pyodide.is_dir() or not ort.is_dir():
-        raise PluginError("build/vendor is missing: run `make assets` (site_src/sitebuild/assets.py) first")
-    with tempfile.TemporaryDirectory() as tmp:
-        demos = build_demos_wheel(Path(tmp), project_version())
-        python_files = [pyodide / n for n in ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm",
-                                               "python_stdlib.zip", "pyodide-lock.json")]
-        python_files += sorted(pyodide.glob("numpy-*.whl")) + [demos]
-        python = {"what": "Python (Pyodide 0.27 with NumPy and the demos package)",
-                  "bytes": sum(p.stat().st_size for p in python_files),
-                  "gzip": sum(_gzip_size(p) for p in python_files)}
-    ort_files = sorted(p for p in ort.iterdir() if p.is_file())
-    rows = [python, {"what": "ONNX Runtime Web (WebAssembly and WebGPU)",
-                     "bytes": sum(p.stat().st_size for p in ort_files),
-                     "gzip": sum(_gzip_size(p) for p in ort_files)}]
-    manifest_path = MODELS / model / MANIFEST
-    if manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text())
-        tokenizer = sum(manifest.get("tokenizer", {}).get(role, {}).get("bytes", 0) for role in ("vocab", "merges"))
-        rows.append({"what": "GPT-2 tokenizer files (vocab.json, merges.txt)", "bytes": tokenizer,
-                     "gzip": sum(_gzip_size(MODELS / model / manifest["tokenizer"][r]["path"])
-                                 for r in ("vocab", "merges") if r in manifest.get("tokenizer", {}))})
-        seen = set()
-        for backend, label in (("wasm", "WebAssembly"), ("webgpu", "WebGPU")):
-            variant = choose_variant(manifest, backend)
-            if variant is None or variant["name"] in seen:
-                continue
-            seen.add(variant["name"])
-            size = sum(f["bytes"] for f in variant["files"])
-            rows.append({"what": f"Model “{manifest.get('name', model)}”, {variant['name']} weights "
-                                 f"(loaded on {label}"
-                                 + (" and WebGPU" if backend == "wasm" and choose_variant(manifest, "webgpu") is variant else "")
-                                 + f"; {len(variant['files'])} file{'s' if len(variant['files']) != 1 else ''})",
-                         "bytes": size, "gzip": None})
-    return rows
-
-
-def costs_markdown(model: str) -> str:
-    rows = runtime_costs(model)
-    lines = ["| What is downloaded | Size | Compressed (gzip) |", "|---|---:|---:|"]
-    for row in rows:
-        gz = _mb(row["gzip"]) if row["gzip"] is not None else "about the same"
-        lines.append(f"| {row['what']} | {_mb(row['bytes'])} | {gz} |")
-    return "\n".join(lines) + (
-        f"\n\n<small>Measured on the files of this build (model `{model}`).</small>\n"
-    )
 
 
 def _without_boolean_note(description: str) -> str:
@@ -430,7 +199,7 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     if page.file.src_uri != EMBED_PAGE:
         return markdown
     if CATALOG_MARKER in markdown:
-        widgets = read_widgets()
+        widgets = read_widgets(_pages_by_tag)
         for w in widgets:  # links relative to this page
             if w.page:
                 w.page = {**w.page, "src": _relative_src(w.page["src"], page.file.src_uri)}
@@ -457,7 +226,7 @@ def on_post_build(config) -> None:
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(EMBED_SRC, dst, ignore=shutil.ignore_patterns("__pycache__", "*.py", ".*"))
-    widgets = read_widgets()
+    widgets = read_widgets(_pages_by_tag)
     catalog = catalog_module(widgets)
     for version in dst.glob("v[0-9]*"):  # every published version of the interface
         (version / "catalog.js").write_text(catalog, encoding="utf-8")
