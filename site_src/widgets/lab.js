@@ -37,6 +37,12 @@
 import { followPython } from "../runtime/python.js";
 import { TxElement } from "./base.js";
 
+/** CSS of a lab's figures, inside its STYLE: captioned SVG charts as wide as the card. */
+export const FIGURE_CSS = `
+  figure { margin: 0; }
+  figcaption { color: var(--tx-muted); margin-bottom: 0.3em; }
+  svg { width: 100%; height: auto; display: block; }`;
+
 export class TxLab extends TxElement {
   mount() {
     this.generation = 0;

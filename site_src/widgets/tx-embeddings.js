@@ -14,15 +14,13 @@ import { callDemo } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
 import { divergingColour } from "./format.js";
 import { InputError, parseSelect } from "./inputs.js";
-import { TxLab } from "./lab.js";
+import { FIGURE_CSS, TxLab } from "./lab.js";
 
 const STYLE = `
   .words { display: flex; flex-wrap: wrap; gap: 0.2em 0.9em; margin-bottom: 0.6em; border: 0; padding: 0; }
   .words legend { font-weight: 600; margin-bottom: 0.2em; }
   .maps { display: grid; grid-template-columns: repeat(auto-fit, minmax(15em, 1fr)); gap: 1em; }
-  figure { margin: 0; }
-  figcaption { color: var(--tx-muted); margin-bottom: 0.3em; }
-  svg { width: 100%; height: auto; display: block; }
+${FIGURE_CSS}
   svg text { font-size: 9px; }
   svg text.axis { fill: var(--tx-muted); }
   .analogy { margin-top: 0.8em; display: flex; flex-wrap: wrap; gap: 0.4em; align-items: center; }

@@ -12,15 +12,13 @@
 import { callDemo } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
 import { InputError, parseInteger, readNumber } from "./inputs.js";
-import { TxLab } from "./lab.js";
+import { FIGURE_CSS, TxLab } from "./lab.js";
 
 const POINTS = 201;
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
   .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(16em, 1fr)); gap: 1em; }
-  figure { margin: 0; }
-  figcaption { color: var(--tx-muted); margin-bottom: 0.3em; }
-  svg { width: 100%; height: auto; display: block; }
+${FIGURE_CSS}
   svg text { font-size: 10px; fill: var(--tx-muted); }
   svg .exact { stroke: var(--tx-accent); fill: none; stroke-width: 2.5; }
   svg .tanh { stroke: #e65100; fill: none; stroke-width: 1.5; stroke-dasharray: 5 3; }

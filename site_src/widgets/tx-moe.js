@@ -13,14 +13,12 @@
  */
 import { callDemo } from "../runtime/python.js";
 import { InputError, parseInteger, parseSelect } from "./inputs.js";
-import { TxLab } from "./lab.js";
+import { FIGURE_CSS, TxLab } from "./lab.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
   .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(16em, 1fr)); gap: 1em; }
-  figure { margin: 0; }
-  figcaption { color: var(--tx-muted); margin-bottom: 0.3em; }
-  svg { width: 100%; height: auto; display: block; }
+${FIGURE_CSS}
   svg text { font-size: 10px; fill: var(--tx-muted); }
   svg rect.load { fill: var(--tx-accent); }
   svg .fair { stroke: #c62828; stroke-dasharray: 4 3; }

@@ -1,6 +1,6 @@
 /**
  * <tx-parity>: the logits of one fixed prompt from PyTorch and onnxruntime in Python
- * (computed when the site was built, by site_src/sitebuild/pipeline_hook.py) and from this browser
+ * (computed when the model was exported, by model_export/tables.py) and from this browser
  * (live), with the largest difference between each pair.
  *
  * Shows one `tr` per pair with `data-a`, `data-b` and `data-max-diff`; `data-browser-variant`.

@@ -13,14 +13,12 @@
 import { callDemo } from "../runtime/python.js";
 import { divergingColour } from "./format.js";
 import { parseInteger } from "./inputs.js";
-import { TxLab } from "./lab.js";
+import { FIGURE_CSS, TxLab } from "./lab.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; }
   .maps { display: grid; grid-template-columns: repeat(auto-fit, minmax(16em, 1fr)); gap: 1em; }
-  figure { margin: 0; }
-  figcaption { color: var(--tx-muted); margin-bottom: 0.3em; }
-  svg { width: 100%; height: auto; display: block; }
+${FIGURE_CSS}
   svg text { font-size: 9px; fill: var(--tx-muted); }
   svg rect.cell { shape-rendering: crispEdges; }
   svg rect.cell:focus { outline: 2px solid var(--tx-fg); stroke: var(--tx-fg); stroke-width: 1.5; }

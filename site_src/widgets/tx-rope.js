@@ -15,15 +15,14 @@
  */
 import { callDemo } from "../runtime/python.js";
 import { parseSelect } from "./inputs.js";
-import { TxLab } from "./lab.js";
+import { FIGURE_CSS, TxLab } from "./lab.js";
 
 const MAX_DISTANCE = 128;
 const STYLE = `
   .views { display: grid; grid-template-columns: minmax(12em, 1fr) minmax(18em, 2fr); gap: 1em; align-items: start; }
   @media (max-width: 40em) { .views { grid-template-columns: 1fr; } }
-  figure { margin: 0; }
-  figcaption { color: var(--tx-muted); margin-bottom: 0.3em; }
-  svg { width: 100%; height: auto; display: block; overflow: visible; }
+${FIGURE_CSS}
+  svg { overflow: visible; }
   svg text { font-size: 10px; fill: var(--tx-fg); }
   svg .axis { stroke: var(--tx-muted); stroke-width: 0.6; }
   svg .grid { stroke: var(--tx-border); stroke-width: 0.5; }

@@ -4,7 +4,7 @@ For a fixed prompt, each stage widget's displayed numbers (its ``data-*`` attrib
 compared with the same tensors computed in Python: the graph outputs (hidden states,
 attentions, logits) by onnxruntime on the very ONNX variant the browser loaded, the
 recomputed intermediates (Q/K/V, scores, MLP, ...) by NumPy from those hidden states and the
-weights that ``tables/index.json`` (``site_src/sitebuild/pipeline_hook.py``) locates in the q4x files.
+weights that ``tables/index.json`` (``model_export/tables.py``) locates in the q4x files.
 """
 
 import json

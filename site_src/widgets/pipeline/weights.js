@@ -1,6 +1,6 @@
 /**
  * The weights the pipeline figures compute with, read from the model's own `q4x` files where
- * `tables/index.json` of `site_src/sitebuild/pipeline_hook.py` says each one is: the index
+ * `tables/index.json` (written by `model-export tables`, model_export/tables.py) says each one is: the index
  * itself, files it lists (checked against their sha256), weights by role (expanded to
  * float32, whole or some rows), a row-band scan of large matrices, one block's weights, and
  * a phrase saying how these weights relate to the ones the browser's model runs.
@@ -22,7 +22,7 @@ export function tableIndex(model) {
   const url = new URL("index.json", tablesURL(model)).href;
   if (!tableIndexes.has(url)) {
     const promise = fetch(url, { cache: "no-cache" }).then((r) => {
-      if (!r.ok) throw new Error(`The pipeline index is missing (HTTP ${r.status} for ${url}); the site was built without site_src/sitebuild/pipeline_hook.py.`);
+      if (!r.ok) throw new Error(`The pipeline index is missing (HTTP ${r.status} for ${url}); this build of the model has no tables/ folder, which “model-export tables” writes.`);
       return r.json();
     });
     promise.catch(() => tableIndexes.delete(url));
@@ -67,7 +67,7 @@ function pick(view, entry, rows) {
 
 /**
  * Weights by role ("wpe", "blocks.0.attn.c_attn.weight", "ln_f.bias": the names of
- * `pipeline_hook.weight_names`), expanded to the float32 values the session computes with.
+ * `model_export.tables.weight_names`), expanded to the float32 values the session computes with.
  * A linear layer's weight comes as the graph's MatMul reads it, (in, out).
  * @param {string[]} roles
  * @param {Object<string, number[]>} [rows] for some roles, just these rows: (rows.length, cols)
