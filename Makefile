@@ -39,12 +39,12 @@ VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
 TABLES     := $(MODEL_DIR)/tables/index.json
 
-.PHONY: help serve test lint site setup assets model browser pyodide-wheels clean check-budgets
+.PHONY: help serve test lint format site setup assets model browser pyodide-wheels clean check-budgets
 
 help:
 	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
 	@echo "make test    build everything and run every test"
-	@echo "(also: make lint | site | model MODEL=... | assets | setup | check-budgets | clean)"
+	@echo "(also: make lint | format | site | model MODEL=... | assets | setup | check-budgets | clean)"
 
 # The address written into sitemap.xml (mkdocs.yml's site_url): the one `make serve` serves.
 serve: export SITE_URL ?= http://127.0.0.1:$(PORT)/
@@ -55,9 +55,20 @@ test: lint site browser pyodide-wheels
 	node --test tests/js/
 	$(PY) -m pytest
 
-# Python lint (ruff: pycodestyle, pyflakes, import order, bugbear, pyupgrade; pyproject.toml).
+# Lint and format checks: ruff (pycodestyle, pyflakes, import order, bugbear, pyupgrade, and its
+# formatter; pyproject.toml) on the Python, prettier (.prettierrc.json) on the browser JS and CSS.
+PRETTIER := node_modules/.bin/prettier
+PRETTIER_FILES := "site_src/**/*.{js,css}" "tests/**/*.{js,mjs}"
 lint: | setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PRETTIER) --check --log-level warn $(PRETTIER_FILES)
+
+# Rewrite the tree so that `make lint` passes (import order, formatting).
+format: | setup
+	$(VENV)/bin/ruff check --fix --select I .
+	$(VENV)/bin/ruff format .
+	$(PRETTIER) --write --log-level warn $(PRETTIER_FILES)
 
 setup: $(VENV_STAMP) $(NPM_STAMP)
 

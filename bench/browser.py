@@ -72,8 +72,7 @@ PROMPT_TOKENS = 32
 NEW_TOKENS = 64
 # Decode after long cached contexts: (cached positions, new tokens); the context of GPT-2 is 1,024.
 LONG_CONTEXTS = ((512, 32), (1000, 24))
-TEXT = ("The Transformer reads a sequence of tokens, lets every position attend to the ones before it, "
-        "and predicts the next token from the last position. ")
+TEXT = "The Transformer reads a sequence of tokens, lets every position attend to the ones before it, and predicts the next token from the last position. "
 
 # A tuning's keys are session options (site_src/runtime/tuning.js) except the bench's own
 # `readingPauseMs`: the time between "ready" and the first generation.
@@ -251,8 +250,7 @@ def graph_variant(name: str, graph: Path, work: Path, dtype: str = "float32", sp
             shutil.copy2(graph, target / "model.onnx")
         stamp.write_text(key)
     files = [file_entry(path, work, file_role(path)) for path in variant_files(target)]
-    return {"name": name, "dtype": dtype, "backends": ["wasm"], "files": files,
-            "bytes": sum(f["bytes"] for f in files)}
+    return {"name": name, "dtype": dtype, "backends": ["wasm"], "files": files, "bytes": sum(f["bytes"] for f in files)}
 
 
 def serve_dir(site: Path, model_dir: Path, manifest: dict, work: Path, local: set[str]) -> Path:
@@ -262,8 +260,9 @@ def serve_dir(site: Path, model_dir: Path, manifest: dict, work: Path, local: se
     shutil.rmtree(root, ignore_errors=True)
     (root / "models" / manifest["name"]).mkdir(parents=True)
     (root / "assets").symlink_to((site / "assets").resolve())
-    (root / "index.html").write_text('<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,">'
-                                     "<title>runtime benchmark</title></head><body></body></html>")
+    (root / "index.html").write_text(
+        '<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>runtime benchmark</title></head><body></body></html>'
+    )
     served = root / "models" / manifest["name"]
     for variant in manifest["variants"]:
         for f in variant["files"]:
@@ -310,10 +309,18 @@ def measure_browser(url: str, name: str, variant: str, threads: int, tuning: dic
         "threads": info["threads"],
         "cross_origin_isolated": info["crossOriginIsolated"],
         "bytes": info["bytes"]["total"],
-        "cold_load_ms": {"total": cold["loadMs"], "download": info["timings"]["downloadMs"],
-                         "expand": info["timings"].get("expandMs", 0), "session": info["timings"]["sessionMs"]},
-        "warm_load_ms": {"total": warm["loadMs"], "from_cache": warm["info"]["timings"]["downloadMs"],
-                         "expand": warm["info"]["timings"].get("expandMs", 0), "session": warm["info"]["timings"]["sessionMs"]},
+        "cold_load_ms": {
+            "total": cold["loadMs"],
+            "download": info["timings"]["downloadMs"],
+            "expand": info["timings"].get("expandMs", 0),
+            "session": info["timings"]["sessionMs"],
+        },
+        "warm_load_ms": {
+            "total": warm["loadMs"],
+            "from_cache": warm["info"]["timings"]["downloadMs"],
+            "expand": warm["info"]["timings"].get("expandMs", 0),
+            "session": warm["info"]["timings"]["sessionMs"],
+        },
         "peak_browser_private_bytes": memory.result(),
         "peak_browser_private_bytes_long_contexts": long_memory.result(),
         "warm_load_model_requests": len(model_requests),
@@ -321,9 +328,11 @@ def measure_browser(url: str, name: str, variant: str, threads: int, tuning: dic
         "tuning": info["tuning"],
         "first_token_after_cold_load_ms": cold["firstTokenMs"],
         "prefill_ms": {str(k): v for k, v in cold["prefillMs"].items()},
-        "decode_tok_s": {"first_generation": cold["decode"][0]["tokensPerSecond"],
-                         "warm": statistics.median(d["tokensPerSecond"] for d in cold["decode"][1:]),
-                         "warm_runs": [d["tokensPerSecond"] for d in cold["decode"][1:]]},
+        "decode_tok_s": {
+            "first_generation": cold["decode"][0]["tokensPerSecond"],
+            "warm": statistics.median(d["tokensPerSecond"] for d in cold["decode"][1:]),
+            "warm_runs": [d["tokensPerSecond"] for d in cold["decode"][1:]],
+        },
         "decode_after_cached_tok_s": cold["longDecode"],
         "page_errors": errors,
         "_check_logits": cold["check"],
@@ -341,9 +350,11 @@ def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads:
     present = [f"present.{i}.{kv}" for i in range(config["n_layer"]) for kv in ("key", "value")]
 
     def feeds(ids, past_length, past):
-        f = {"input_ids": np.array([ids], np.int64),
-             "attention_mask": np.ones((1, past_length + len(ids)), np.int64),
-             "position_ids": np.arange(past_length, past_length + len(ids), dtype=np.int64)[None]}
+        f = {
+            "input_ids": np.array([ids], np.int64),
+            "attention_mask": np.ones((1, past_length + len(ids)), np.int64),
+            "position_ids": np.arange(past_length, past_length + len(ids), dtype=np.int64)[None],
+        }
         for k, name in enumerate(present):
             f[name.replace("present.", "past_key_values.")] = past[k] if past else np.zeros((1, config["n_head"], 0, head_dim), np.float32)
         return f
@@ -372,10 +383,12 @@ def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads:
 
     first = decode()
     warm = [decode(), decode()]
-    return {"prefill_ms": prefill,
-            "decode_tok_s": {"first_generation": first, "warm": statistics.median(warm), "warm_runs": warm},
-            "decode_after_cached_tok_s": {str(past): decode(past, count) for past, count in long_contexts},
-            "_check_logits": check}
+    return {
+        "prefill_ms": prefill,
+        "decode_tok_s": {"first_generation": first, "warm": statistics.median(warm), "warm_runs": warm},
+        "decode_after_cached_tok_s": {str(past): decode(past, count) for past, count in long_contexts},
+        "_check_logits": check,
+    }
 
 
 def summary(results: list[dict], native_fp32: dict[int, list[float]]) -> list[dict]:
@@ -399,14 +412,20 @@ def summary(results: list[dict], native_fp32: dict[int, list[float]]) -> list[di
         fp32 = med(native_fp32[threads]) if native_fp32.get(threads) else None
         memory = [x["peak_browser_private_bytes"] for x in b if x.get("peak_browser_private_bytes")]
         row = {
-            "variant": name, "tuning": tuning, "threads": threads, "runs": len(ok),
+            "variant": name,
+            "tuning": tuning,
+            "threads": threads,
+            "runs": len(ok),
             "download_mb": round(b[0]["bytes"] / 1e6, 1),
-            "decode_warm_tok_s": warm["median"], "decode_warm_tok_s_spread": warm,
-            "native_same_graph_tok_s": native["median"], "native_same_graph_tok_s_spread": native,
+            "decode_warm_tok_s": warm["median"],
+            "decode_warm_tok_s_spread": warm,
+            "native_same_graph_tok_s": native["median"],
+            "native_same_graph_tok_s_spread": native,
             "warm_over_native_same_graph": round(warm["median"] / native["median"], 2),
             "native_fp32_tok_s": round(fp32, 1) if fp32 else None,
             "warm_over_native_fp32": round(warm["median"] / fp32, 2) if fp32 else None,
-            "decode_first_generation_tok_s": first["median"], "decode_first_generation_tok_s_spread": first,
+            "decode_first_generation_tok_s": first["median"],
+            "decode_first_generation_tok_s_spread": first,
             "first_generation_over_warm": round(first["median"] / warm["median"], 2),
             "first_token_after_cold_load_s": spread(x["first_token_after_cold_load_ms"] / 1000 for x in b),
             "cold_load_s": spread(x["cold_load_ms"]["total"] / 1000 for x in b),
@@ -446,20 +465,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--site", type=Path, default=ROOT / "site", help="a built site providing the runtime files")
     ap.add_argument("--variants", default=None, help="comma-separated variant names (default: every variant that runs on WASM)")
     ap.add_argument("--threads", default="1,2", help="comma-separated WASM thread counts")
-    ap.add_argument("--tuning", action="append", metavar="NAME=JSON",
-                    help='a set of session options to measure (site_src/runtime/tuning.js), e.g. no-prepack=\'{"prepacking": false}\'; '
-                         "repeat for several; default: site={} (the site's own)")
-    ap.add_argument("--pairs", default=None, metavar="VARIANT:TUNING[:THREADS],...",
-                    help="measure only these pairs of variant and tuning, optionally on one thread count only "
-                         "(default: every variant with every tuning on every thread count)")
+    ap.add_argument(
+        "--tuning",
+        action="append",
+        metavar="NAME=JSON",
+        help="a set of session options to measure (site_src/runtime/tuning.js), e.g. no-prepack='{\"prepacking\": false}'; "
+        "repeat for several; default: site={} (the site's own)",
+    )
+    ap.add_argument(
+        "--pairs",
+        default=None,
+        metavar="VARIANT:TUNING[:THREADS],...",
+        help="measure only these pairs of variant and tuning, optionally on one thread count only "
+        "(default: every variant with every tuning on every thread count)",
+    )
     ap.add_argument("--prefill-lengths", default="8,128,512", help="comma-separated prompt lengths whose prefill is timed")
     ap.add_argument("--fp32-graph", type=Path, default=None, help="single-file fp32 graph to add as variant fp32")
-    ap.add_argument("--graph-variant", action="append", metavar="NAME=GRAPH",
-                    help="also measure a single-file graph as variant NAME (split into 40 MB external-data pieces; GRAPH:whole serves it as one file)")
+    ap.add_argument(
+        "--graph-variant",
+        action="append",
+        metavar="NAME=GRAPH",
+        help="also measure a single-file graph as variant NAME (split into 40 MB external-data pieces; GRAPH:whole serves it as one file)",
+    )
     ap.add_argument("--no-fp32", action="store_true", help="do not add the fp32 reference graph as a variant")
     ap.add_argument("--runs", type=int, default=3, help="repetitions per prefill length (median)")
-    ap.add_argument("--repeat", type=int, default=3,
-                    help="rounds: every variant and tuning is measured once per round, in a rotated order (the summary takes medians)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="rounds: every variant and tuning is measured once per round, in a rotated order (the summary takes medians)"
+    )
     ap.add_argument("--no-long", action="store_true", help="skip decoding after 512 and 1,000 cached positions")
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one)")
     ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/browser.json, replaced)")
@@ -513,7 +545,7 @@ def main(argv: list[str] | None = None) -> int:
     native_fp32: dict[int, list[float]] = {}  # threads -> native fp32 warm decode tok/s, one per round
     try:
         for round_ in range(args.repeat):
-            for name, tuning_name in pairs[round_ % len(pairs):] + pairs[: round_ % len(pairs)]:
+            for name, tuning_name in pairs[round_ % len(pairs) :] + pairs[: round_ % len(pairs)]:
                 variant = next(v for v in manifest["variants"] if v["name"] == name)
                 graph_rel = next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
                 graph = (root / "models" / manifest["name"] / graph_rel).resolve()
@@ -523,11 +555,16 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     label = f"round {round_ + 1}: {name} / {tuning_name}, {threads} thread(s)"
                     print(f"{label}: browser ...", flush=True)
-                    row = {"round": round_ + 1, "variant": name, "dtype": variant.get("dtype"), "tuning_name": tuning_name,
-                           "threads": threads, "load_average_at_start": os.getloadavg()}
+                    row = {
+                        "round": round_ + 1,
+                        "variant": name,
+                        "dtype": variant.get("dtype"),
+                        "tuning_name": tuning_name,
+                        "threads": threads,
+                        "load_average_at_start": os.getloadavg(),
+                    }
                     try:
-                        browser = measure_browser(url + "index.html", manifest["name"], name, threads, tunings[tuning_name],
-                                                  args.runs, long_contexts)
+                        browser = measure_browser(url + "index.html", manifest["name"], name, threads, tunings[tuning_name], args.runs, long_contexts)
                     except Exception as err:  # e.g. a variant onnxruntime-web cannot run on WASM: record it, go on
                         message = str(err).split("\n")[0][:400]
                         print(f"    failed: {message}", flush=True)
@@ -544,10 +581,13 @@ def main(argv: list[str] | None = None) -> int:
                         tok_s = measure_native(fp32_graph, manifest["config"], tokenizer_ids, threads, 1)["decode_tok_s"]["warm"]
                         native_fp32.setdefault(threads, []).append(tok_s)
                     b = browser
-                    print(f"    warm {b['decode_tok_s']['warm']:.1f} tok/s (native {native['decode_tok_s']['warm']:.1f}), "
-                          f"first generation {b['decode_tok_s']['first_generation']:.1f}, first token {b['first_token_after_cold_load_ms']:.0f} ms, "
-                          f"prefill 128 {b['prefill_ms']['128']:.0f} ms (native {native['prefill_ms']['128']:.0f}), "
-                          f"peak {(b['peak_browser_private_bytes'] or 0) / 1e6:.0f} MB, long {b['decode_after_cached_tok_s']}", flush=True)
+                    print(
+                        f"    warm {b['decode_tok_s']['warm']:.1f} tok/s (native {native['decode_tok_s']['warm']:.1f}), "
+                        f"first generation {b['decode_tok_s']['first_generation']:.1f}, first token {b['first_token_after_cold_load_ms']:.0f} ms, "
+                        f"prefill 128 {b['prefill_ms']['128']:.0f} ms (native {native['prefill_ms']['128']:.0f}), "
+                        f"peak {(b['peak_browser_private_bytes'] or 0) / 1e6:.0f} MB, long {b['decode_after_cached_tok_s']}",
+                        flush=True,
+                    )
     finally:
         server.shutdown()
 
@@ -560,26 +600,35 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "model": {"name": manifest["name"], "source": manifest.get("source"), "config": manifest["config"]},
         "setup": {
-            "prompt_tokens": PROMPT_TOKENS, "new_tokens": NEW_TOKENS, "prefill_lengths": list(PREFILL_LENGTHS),
-            "prefill_runs": args.runs, "repeat": args.repeat, "backend": "wasm", "decoding": "greedy",
-            "long_contexts": [list(c) for c in long_contexts], "tunings": tunings,
+            "prompt_tokens": PROMPT_TOKENS,
+            "new_tokens": NEW_TOKENS,
+            "prefill_lengths": list(PREFILL_LENGTHS),
+            "prefill_runs": args.runs,
+            "repeat": args.repeat,
+            "backend": "wasm",
+            "decoding": "greedy",
+            "long_contexts": [list(c) for c in long_contexts],
+            "tunings": tunings,
             "definitions": {
                 "decode_warm_tok_s": "median over rounds of the median of two later generations (after the first) in a cold page",
                 "decode_first_generation_tok_s": "the first generation right after a cold load",
                 "first_token_after_cold_load_s": "fresh browser profile: from the loadModel call (download from the local server, "
-                                                 "hashing, caching, session) to the first generated token of a 32-token prompt "
-                                                 "(without a tuning's readingPauseMs, the wait before pressing Generate)",
+                "hashing, caching, session) to the first generated token of a 32-token prompt "
+                "(without a tuning's readingPauseMs, the wait before pressing Generate)",
                 "peak_browser_memory_mb": "sum of the browser processes' private resident memory, peak over the cold page "
-                                          "(load, generations, prefill up to 512 tokens)",
+                "(load, generations, prefill up to 512 tokens)",
                 "peak_browser_memory_long_contexts_mb": "the same while decoding after 512 and 1,000 cached positions",
                 "native": "onnxruntime in Python (CPU provider), the same graph file and thread count",
                 "spread": "median, min and max over the rounds",
             },
         },
         "machine": machine(load_before),
-        "versions": {"onnxruntime_python": onnxruntime.__version__, "python": platform.python_version(),
-                     "onnxruntime_web": json.loads((ROOT / "node_modules" / "onnxruntime-web" / "package.json").read_text())["version"],
-                     "chromium": next((r["browser"]["user_agent"] for r in results if "browser" in r), None)},
+        "versions": {
+            "onnxruntime_python": onnxruntime.__version__,
+            "python": platform.python_version(),
+            "onnxruntime_web": json.loads((ROOT / "node_modules" / "onnxruntime-web" / "package.json").read_text())["version"],
+            "chromium": next((r["browser"]["user_agent"] for r in results if "browser" in r), None),
+        },
         "results": results,
         "native_fp32_decode_warm_tok_s": {str(t): v for t, v in native_fp32.items()},
         "summary": summary(results, native_fp32),

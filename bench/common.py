@@ -13,8 +13,14 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
 BROWSER_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
 
@@ -40,5 +46,4 @@ def git_commit() -> str | None:
 def machine(load_before: tuple[float, float, float]) -> dict:
     """The machine and its load average before and now (the benchmarks compare ratios
     measured in one run because this machine is noisy)."""
-    return {"platform": platform.platform(), "cores": os.cpu_count(), "load_average_before": list(load_before),
-            "load_average_after": list(os.getloadavg())}
+    return {"platform": platform.platform(), "cores": os.cpu_count(), "load_average_before": list(load_before), "load_average_after": list(os.getloadavg())}

@@ -70,8 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         report += ["--threads", str(args.threads)] if args.threads else []
         report += ["--attention-cost"] if args.attention_cost else []
         stages = {}
-        for stage, extra in [("build", source), ("quantize", []), ("validate", []), ("package", []),
-                             ("report", report)]:
+        for stage, extra in [("build", source), ("quantize", []), ("validate", []), ("package", []), ("report", report)]:
             print(f"== {stage}", flush=True)
             stages[stage] = run_stage([stage, "--out", str(out), *extra])
             if stages[stage]["exit"] not in (0, 1):  # 1: a validation check failed; keep measuring

@@ -84,7 +84,9 @@ def run_limited(limit_gb: float, model_dir: Path, site: Path, timeout: int) -> d
         started = time.perf_counter()
         process = subprocess.Popen(
             [sys.executable, __file__, "--child", "--model", str(model_dir), "--site", str(site)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())),
         )
         try:
@@ -94,11 +96,16 @@ def run_limited(limit_gb: float, model_dir: Path, site: Path, timeout: int) -> d
             stdout, stderr = process.communicate()
         lines = [line for line in stdout.splitlines() if line.startswith("{")]
         result = json.loads(lines[-1]) if lines else {"error": (stderr.strip().splitlines() or ["no output"])[-1][:300]}
-        oom = int(next((line.split()[1] for line in (group / "memory.oom_control").read_text().splitlines()
-                        if line.startswith("oom_kill ")), "0"))
-        return {"limit_gb": limit_gb, "ok": "error" not in result and result.get("newTokens") == NEW_TOKENS,
-                "result": result, "exit": process.returncode, "oom_kills": oom, "seconds": round(time.perf_counter() - started, 1),
-                "peak_usage_mb": round(int((group / "memory.max_usage_in_bytes").read_text()) / 1e6)}
+        oom = int(next((line.split()[1] for line in (group / "memory.oom_control").read_text().splitlines() if line.startswith("oom_kill ")), "0"))
+        return {
+            "limit_gb": limit_gb,
+            "ok": "error" not in result and result.get("newTokens") == NEW_TOKENS,
+            "result": result,
+            "exit": process.returncode,
+            "oom_kills": oom,
+            "seconds": round(time.perf_counter() - started, 1),
+            "peak_usage_mb": round(int((group / "memory.max_usage_in_bytes").read_text()) / 1e6),
+        }
     finally:
         for pid in (group / "cgroup.procs").read_text().split():
             try:
@@ -129,11 +136,17 @@ def main() -> int:
         print(json.dumps(rows[-1]), flush=True)
     passing = [r["limit_gb"] for r in rows if r["ok"]]
     report = {
-        "benchmark": "bench/memory_limit.py", "commit": git_commit(),
+        "benchmark": "bench/memory_limit.py",
+        "commit": git_commit(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": args.model.name, "new_tokens": NEW_TOKENS, "machine": machine(load_before), "limits": rows,
-        "summary": {"lowest_passing_limit_gb": min(passing) if passing else None,
-                    "highest_failing_limit_gb": max((r["limit_gb"] for r in rows if not r["ok"]), default=None)},
+        "model": args.model.name,
+        "new_tokens": NEW_TOKENS,
+        "machine": machine(load_before),
+        "limits": rows,
+        "summary": {
+            "lowest_passing_limit_gb": min(passing) if passing else None,
+            "highest_failing_limit_gb": max((r["limit_gb"] for r in rows if not r["ok"]), default=None),
+        },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")

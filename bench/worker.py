@@ -142,8 +142,7 @@ def main() -> None:
     ap.add_argument("--site", type=Path, default=ROOT / "site")
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3, help="rounds, each in a fresh browser")
-    ap.add_argument("--compare", action="append", default=[], metavar="LABEL=SITE",
-                    help="another built site to measure in the same rounds")
+    ap.add_argument("--compare", action="append", default=[], metavar="LABEL=SITE", help="another built site to measure in the same rounds")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "worker.json")
     args = ap.parse_args()
     sites = {"site": args.site, **{label: Path(d) for label, d in (c.split("=", 1) for c in args.compare)}}
@@ -154,36 +153,50 @@ def main() -> None:
         rounds = []
         for k in range(args.repeat):
             row = {"load_average_at_start": list(os.getloadavg())}
-            labels = list(sites)[k % len(sites):] + list(sites)[:k % len(sites)]
+            labels = list(sites)[k % len(sites) :] + list(sites)[: k % len(sites)]
             for label in labels:
                 url = servers[label][1]
                 for case, page in cases.items():
                     row[case if label == "site" else f"{case}@{label}"] = one_round(url, page, args.calls)
             rounds.append(row)
-            print(f"round {k + 1}: " + "; ".join(
-                f"{key}: cold {v['cold']['page_to_first_result_s']} s, warm {v['warm']['page_to_first_result_s']} s"
-                for key, v in row.items() if key != "load_average_at_start"), flush=True)
+            print(
+                f"round {k + 1}: "
+                + "; ".join(
+                    f"{key}: cold {v['cold']['page_to_first_result_s']} s, warm {v['warm']['page_to_first_result_s']} s"
+                    for key, v in row.items()
+                    if key != "load_average_at_start"
+                ),
+                flush=True,
+            )
     finally:
         for server, _ in servers.values():
             server.shutdown()
-    versions = json.loads((args.site / "assets" / "vendor" / "versions.json").read_text()) \
-        if (args.site / "assets" / "vendor" / "versions.json").exists() else {}
+    versions = (
+        json.loads((args.site / "assets" / "vendor" / "versions.json").read_text()) if (args.site / "assets" / "vendor" / "versions.json").exists() else {}
+    )
     report = {
         "benchmark": "bench/worker.py",
         "commit": git_commit(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "setup": {"calls": args.calls, "repeat": args.repeat, "call": "demos.sampling.next_token_distribution on 50 logits",
-                  "pages": {"alone": f"{cases['alone']} (no widgets)",
-                            "beside_model": f"{cases['beside_model']} (its tx-next-token loads the model as the page opens)"},
-                  "order": "each round: a fresh browser per case, the cases one after the other"},
+        "setup": {
+            "calls": args.calls,
+            "repeat": args.repeat,
+            "call": "demos.sampling.next_token_distribution on 50 logits",
+            "pages": {
+                "alone": f"{cases['alone']} (no widgets)",
+                "beside_model": f"{cases['beside_model']} (its tx-next-token loads the model as the page opens)",
+            },
+            "order": "each round: a fresh browser per case, the cases one after the other",
+        },
         "machine": machine(load_before),
         "versions": {"chromium": rounds[0]["alone"]["browser"], **versions},
         "rounds": rounds,
         "summary": {case: summary(rounds, case) for case in cases},
     }
     if len(sites) > 1:
-        report["compare"] = {label: {"site": str(d), **{case: summary(rounds, f"{case}@{label}") for case in cases}}
-                             for label, d in sites.items() if label != "site"}
+        report["compare"] = {
+            label: {"site": str(d), **{case: summary(rounds, f"{case}@{label}") for case in cases}} for label, d in sites.items() if label != "site"
+        }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report["summary"], indent=1))

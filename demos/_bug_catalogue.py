@@ -67,15 +67,13 @@ def _square_qkv(rng):
 
 def _cross_qkv(rng):
     T_q, T_k, d = int(rng.integers(2, 6)), int(rng.integers(3, 8)), int(rng.choice([4, 8]))
-    return {"q": rng.standard_normal((T_q, d)), "k": rng.standard_normal((T_k, d)),
-            "v": rng.standard_normal((T_k, int(rng.integers(2, 6))))}
+    return {"q": rng.standard_normal((T_q, d)), "k": rng.standard_normal((T_k, d)), "v": rng.standard_normal((T_k, int(rng.integers(2, 6))))}
 
 
 def _scaled_inputs(rng):
     # d_k = 16 and entries of size 1.5: leaving out 1/sqrt(d_k) then changes the weights a lot.
     T_q, T_k = int(rng.integers(3, 7)), int(rng.integers(3, 7))
-    return {"q": 1.5 * rng.standard_normal((T_q, 16)), "k": 1.5 * rng.standard_normal((T_k, 16)),
-            "v": rng.standard_normal((T_k, 4))}
+    return {"q": 1.5 * rng.standard_normal((T_q, 16)), "k": 1.5 * rng.standard_normal((T_k, 16)), "v": rng.standard_normal((T_k, 4))}
 
 
 def _heads_inputs(rng):
@@ -100,15 +98,16 @@ def _real_rows(inputs, output):
 
 def _mlp_inputs(rng):
     T, d = int(rng.integers(2, 6)), int(rng.choice([4, 6, 8]))
-    return {"x": 2.0 * rng.standard_normal((T, d)) + 1.0,
-            "w1": rng.standard_normal((d, 4 * d)) / math.sqrt(d),
-            "w2": rng.standard_normal((4 * d, d)) / math.sqrt(4 * d)}
+    return {
+        "x": 2.0 * rng.standard_normal((T, d)) + 1.0,
+        "w1": rng.standard_normal((d, 4 * d)) / math.sqrt(d),
+        "w2": rng.standard_normal((4 * d, d)) / math.sqrt(4 * d),
+    }
 
 
 def _layer_norm_inputs(rng):
     T, d = int(rng.integers(3, 7)), int(rng.choice([4, 8, 10]))
-    return {"x": 3.0 * rng.standard_normal((T, d)) + rng.standard_normal(d),
-            "gamma": 1.0 + 0.1 * rng.standard_normal(d), "beta": 0.1 * rng.standard_normal(d)}
+    return {"x": 3.0 * rng.standard_normal((T, d)) + rng.standard_normal(d), "gamma": 1.0 + 0.1 * rng.standard_normal(d), "beta": 0.1 * rng.standard_normal(d)}
 
 
 def _lm_inputs(rng):

@@ -50,7 +50,6 @@ def as_number(name, value):
     return value
 
 
-
 def as_number_between(name, value, low, high):
     """``value`` as a float in [low, high] (bools and NaN do not count), else a readable ValueError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
@@ -58,6 +57,7 @@ def as_number_between(name, value, low, high):
     if not low <= value <= high:
         raise ValueError(f"{name} must be between {low} and {high}, got {value}.")
     return float(value)
+
 
 def as_array(name, x, what="numbers"):
     """Nested lists of real numbers (or a numeric ndarray) as a float64 array of any shape.

@@ -70,8 +70,7 @@ def _load(code, bug):
 
 
 def _copy(inputs):
-    return {name: value.copy() if isinstance(value, np.ndarray) else list(value) if isinstance(value, list) else value
-            for name, value in inputs.items()}
+    return {name: value.copy() if isinstance(value, np.ndarray) else list(value) if isinstance(value, list) else value for name, value in inputs.items()}
 
 
 def _describe_inputs(inputs):
@@ -109,8 +108,7 @@ def _compare(got, expected):
     worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
     worst = tuple(int(i) for i in worst)
     at = f" at index {worst}" if worst else ""
-    return False, max_err, (f"max abs error {max_err:.3g}{at} (yours {got[worst]:.6g}, "
-                            f"reference {expected[worst]:.6g})")
+    return False, max_err, (f"max abs error {max_err:.3g}{at} (yours {got[worst]:.6g}, reference {expected[worst]:.6g})")
 
 
 def _run_cases(bug, fn, reference_fn):
@@ -175,15 +173,22 @@ def run(bug, code):
             error = _describe_exception(exc, code, "while calling your function")
         else:
             error = None
-    result = {"passed": False, "message": "", "num_cases": NUM_CASES, "cases_passed": 0, "failed_case": None,
-              "max_abs_error": None, "error": None, "output": _printed(printed)}
+    result = {
+        "passed": False,
+        "message": "",
+        "num_cases": NUM_CASES,
+        "cases_passed": 0,
+        "failed_case": None,
+        "max_abs_error": None,
+        "error": None,
+        "output": _printed(printed),
+    }
     if error is not None:
         result["message"] = error.pop("summary")
         result["error"] = error
     elif failed is not None:
         result.update(message=problem, cases_passed=failed, failed_case=failed + 1, max_abs_error=max_err)
     else:
-        message = (f"Passed: your {bug.function} matches the reference on all {NUM_CASES} inputs "
-                   f"(max abs error {max_err:.2g}).")
+        message = f"Passed: your {bug.function} matches the reference on all {NUM_CASES} inputs (max abs error {max_err:.2g})."
         result.update(passed=True, message=message, cases_passed=NUM_CASES, max_abs_error=max_err)
     return result

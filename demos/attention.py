@@ -94,8 +94,7 @@ def _as_bool_array(name, value, shape):
 def _check_heads(width, n_heads):
     n = _as_int("n_heads", n_heads, 1, max(1, width))
     if width % n:
-        raise ValueError(f"{n} heads do not divide the width {width}: every head needs an equal slice, "
-                         f"so the number of heads must be a divisor of {width}.")
+        raise ValueError(f"{n} heads do not divide the width {width}: every head needs an equal slice, so the number of heads must be a divisor of {width}.")
     return n
 
 
@@ -114,8 +113,7 @@ def _allowed(t_q, t_k, causal, key_padding_mask=None, attn_mask=None):
         allowed &= attn_mask
     empty = np.flatnonzero(~allowed.any(axis=1))
     if empty.size:
-        raise ValueError(f"query {int(empty[0])} may attend to no key at all: the masks hide every key from it, "
-                         f"so its softmax would divide 0 by 0.")
+        raise ValueError(f"query {int(empty[0])} may attend to no key at all: the masks hide every key from it, so its softmax would divide 0 by 0.")
     return allowed
 
 
@@ -152,8 +150,7 @@ def _multi_head(x, w_q, w_k, w_v, w_o, n_heads, allowed):
     scale = 1.0 / math.sqrt(q.shape[-1])
     scores, scaled, masked, weights, heads_out = _attend(q, k, v, allowed, scale)
     concat = _merge(heads_out)  # (T, d)
-    return {"q": q, "k": k, "v": v, "scaled": scaled, "masked": masked, "weights": weights,
-            "head_outputs": heads_out, "concat": concat, "output": concat @ w_o}
+    return {"q": q, "k": k, "v": v, "scaled": scaled, "masked": masked, "weights": weights, "head_outputs": heads_out, "concat": concat, "output": concat @ w_o}
 
 
 def _sinusoid(n, d):
@@ -230,8 +227,7 @@ def scaled_dot_product_attention(
     """
     q, k, v = _as_matrix("q", q), _as_matrix("k", k), _as_matrix("v", v)
     if q.shape[1] != k.shape[1]:
-        raise ValueError(f"queries and keys must have the same width d_k to be compared; "
-                         f"q is {q.shape[1]} wide, k is {k.shape[1]} wide.")
+        raise ValueError(f"queries and keys must have the same width d_k to be compared; q is {q.shape[1]} wide, k is {k.shape[1]} wide.")
     if k.shape[0] != v.shape[0]:
         raise ValueError(f"there must be one value row per key; k has {k.shape[0]} rows, v has {v.shape[0]}.")
     t_q, t_k = q.shape[0], k.shape[0]
@@ -239,9 +235,9 @@ def scaled_dot_product_attention(
         scale = 1.0 / math.sqrt(q.shape[1])
     elif isinstance(scale, bool) or not isinstance(scale, numbers.Real) or not math.isfinite(scale):
         raise ValueError(f"scale must be a finite number, got {scale!r}.")
-    allowed = _allowed(t_q, t_k, _as_bool("causal", causal),
-                       _as_bool_array("key_padding_mask", key_padding_mask, (t_k,)),
-                       _as_bool_array("attn_mask", attn_mask, (t_q, t_k)))
+    allowed = _allowed(
+        t_q, t_k, _as_bool("causal", causal), _as_bool_array("key_padding_mask", key_padding_mask, (t_k,)), _as_bool_array("attn_mask", attn_mask, (t_q, t_k))
+    )
     scores, scaled, masked, weights, output = _attend(q, k, v, allowed, float(scale))
     return {
         "scores": scores.tolist(),

@@ -303,8 +303,7 @@ def train_bpe(corpus: str, num_merges: int = 10, min_count: int = 1) -> dict:
         words = {_merge(w, pair): c for w, c in words.items()}
         merges.append(list(pair))
         vocab.add(pair[0] + pair[1])  # two different merges can spell the same symbol
-        steps.append({"pair": list(pair), "token": pair[0] + pair[1], "count": best_count,
-                      "ties": len(tied) - 1, "vocab_size": len(vocab)})
+        steps.append({"pair": list(pair), "token": pair[0] + pair[1], "count": best_count, "ties": len(tied) - 1, "vocab_size": len(vocab)})
     return {
         "merges": merges,
         "steps": steps,

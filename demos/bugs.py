@@ -32,8 +32,7 @@ def _get(bug_id):
 
 
 def _summary(bug):
-    return {"id": bug.id, "title": bug.title, "function": bug.function, "signature": bug.signature,
-            "code": bug.code, "hint": bug.hint}
+    return {"id": bug.id, "title": bug.title, "function": bug.function, "signature": bug.signature, "code": bug.code, "hint": bug.hint}
 
 
 def list_bugs() -> list[dict]:
@@ -128,4 +127,3 @@ def check_all_references() -> dict:
         `{bug_id: passed}` for every snippet; all should be True.
     """
     return {bug_id: check(bug_id, bug.reference)["passed"] for bug_id, bug in BUGS.items()}
-

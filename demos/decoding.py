@@ -72,7 +72,7 @@ MAX_TEMPERATURE = 10.0
 
 def _as_words(tokens):
     if isinstance(tokens, str) or not isinstance(tokens, Sequence):
-        raise ValueError("tokens must be a list of words, e.g. [\"a\", \"dog\", \"</s>\"].")
+        raise ValueError('tokens must be a list of words, e.g. ["a", "dog", "</s>"].')
     ids = []
     for i, word in enumerate(tokens):
         if word not in TOKENS:
@@ -107,7 +107,7 @@ def _log(p):
 
 
 def _score(logprob, length, length_penalty):
-    return logprob / (length ** length_penalty) if length else 0.0
+    return logprob / (length**length_penalty) if length else 0.0
 
 
 def _finished(ids, max_len):
@@ -120,8 +120,7 @@ def _rank_key(candidate):
 
 
 def _candidate(ids, logprob, length_penalty, max_len):
-    return {"ids": tuple(ids), "logprob": logprob, "score": _score(logprob, len(ids), length_penalty),
-            "finished": _finished(ids, max_len)}
+    return {"ids": tuple(ids), "logprob": logprob, "score": _score(logprob, len(ids), length_penalty), "finished": _finished(ids, max_len)}
 
 
 def _sequence(ids, length_penalty=0.0):
@@ -154,8 +153,7 @@ def _beam_search(beam_width, max_len, length_penalty):
             for w in np.flatnonzero(probs):
                 ids = beam["ids"] + (int(w),)
                 logprob = beam["logprob"] + math.log(probs[w])
-                candidates.append(_candidate(ids, logprob, length_penalty, max_len)
-                                  | {"parent": beam["ids"], "new": True})
+                candidates.append(_candidate(ids, logprob, length_penalty, max_len) | {"parent": beam["ids"], "new": True})
         candidates.sort(key=_rank_key)
         beams = candidates[:beam_width]
         steps.append([(c, rank < beam_width) for rank, c in enumerate(candidates)])
@@ -201,8 +199,7 @@ def model() -> dict:
         `contexts` (the table's rows: `<s>` and every word but `</s>`) and `table`
         (one list of next-word probabilities per context, in `tokens` order).
     """
-    return {"tokens": list(TOKENS), "start": START, "end": END, "contexts": list(CONTEXTS),
-            "table": _TABLE.tolist()}
+    return {"tokens": list(TOKENS), "start": START, "end": END, "contexts": list(CONTEXTS), "table": _TABLE.tolist()}
 
 
 def sequence_probability(tokens: Sequence[str], length_penalty: float = 0.0) -> dict:
@@ -247,8 +244,7 @@ def greedy(max_len: int = 6) -> dict:
     while not _finished(ids, max_len):
         probs = _next_probs(ids)
         choice = int(np.argmax(probs))  # the first of tied maxima, like torch.argmax
-        steps.append({"context": TOKENS[ids[-1]] if ids else START, "probs": probs.tolist(),
-                      "choice": TOKENS[choice]})
+        steps.append({"context": TOKENS[ids[-1]] if ids else START, "probs": probs.tolist(), "choice": TOKENS[choice]})
         ids += (choice,)
     return {"best": _sequence(ids), "steps": steps}
 
@@ -283,9 +279,9 @@ def beam_search(beam_width: int = 2, max_len: int = 6, length_penalty: float = 0
     return {
         "best": _sequence(beams[0]["ids"], alpha),
         "beams": [_sequence(b["ids"], alpha) for b in beams],
-        "steps": [[_sequence(c["ids"], alpha) | {"kept": kept, "new": c["new"],
-                                                  "parent": [TOKENS[i] for i in c["parent"]]}
-                   for c, kept in step] for step in steps],
+        "steps": [
+            [_sequence(c["ids"], alpha) | {"kept": kept, "new": c["new"], "parent": [TOKENS[i] for i in c["parent"]]} for c, kept in step] for step in steps
+        ],
     }
 
 
@@ -348,12 +344,12 @@ def sample(num_samples: int = 10, max_len: int = 6, temperature: float = 1.0, se
     for ids in drawn:
         counts[ids] = counts.get(ids, 0) + 1
     distinct = sorted(counts, key=lambda ids: (-counts[ids], -_sequence(ids)["logprob"], ids))
-    return {"samples": [_sequence(ids) for ids in drawn],
-            "distinct": [_sequence(ids) | {"count": counts[ids]} for ids in distinct]}
+    return {"samples": [_sequence(ids) for ids in drawn], "distinct": [_sequence(ids) | {"count": counts[ids]} for ids in distinct]}
 
 
-def decode(method: str = "beam", beam_width: int = 2, max_len: int = 6, length_penalty: float = 0.0,
-           temperature: float = 1.0, num_samples: int = 10, seed: int = 0) -> dict:
+def decode(
+    method: str = "beam", beam_width: int = 2, max_len: int = 6, length_penalty: float = 0.0, temperature: float = 1.0, num_samples: int = 10, seed: int = 0
+) -> dict:
     """One decoding run plus the two yardsticks a widget compares it with.
 
     Args:
@@ -374,7 +370,7 @@ def decode(method: str = "beam", beam_width: int = 2, max_len: int = 6, length_p
         ValueError: On an unknown method or a setting out of range.
     """
     if method not in ("greedy", "beam", "sample"):
-        raise ValueError(f"method must be \"greedy\", \"beam\" or \"sample\", got {method!r}.")
+        raise ValueError(f'method must be "greedy", "beam" or "sample", got {method!r}.')
     if method == "greedy":
         result = greedy(max_len)
     elif method == "beam":
@@ -383,5 +379,10 @@ def decode(method: str = "beam", beam_width: int = 2, max_len: int = 6, length_p
         result = sample(num_samples, max_len, temperature, seed)
     everything = all_sequences(max_len, length_penalty)
     greedy_ids = [TOKENS.index(w) for w in greedy(max_len)["best"]["tokens"]]
-    return {"method": method, "result": result, "greedy": _sequence(greedy_ids, float(length_penalty)),
-            "optimum": everything[0], "num_sequences": len(everything)}
+    return {
+        "method": method,
+        "result": result,
+        "greedy": _sequence(greedy_ids, float(length_penalty)),
+        "optimum": everything[0],
+        "num_sequences": len(everything),
+    }

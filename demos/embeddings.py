@@ -266,7 +266,9 @@ def analogy(a: str, b: str, c: str, top: int = 5) -> dict:
     order = sorted(range(len(candidates)), key=lambda j: -cos[j])  # stable: ties keep vocabulary order
     ranking = [{"word": WORDS[candidates[j]], "cosine": float(cos[j])} for j in order[:top]]
     return {
-        "a": a, "b": b, "c": c,
+        "a": a,
+        "b": b,
+        "c": c,
         "target": target.tolist(),
         "ranking": ranking,
         "best": ranking[0]["word"],

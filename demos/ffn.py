@@ -186,8 +186,7 @@ def mlp_shapes(seq_len: int = 6, d_model: int = 768, expansion: int = 4) -> dict
     }
 
 
-def mlp_forward(x: Matrix, w_fc: Matrix, b_fc: Sequence[float], w_proj: Matrix,
-                b_proj: Sequence[float], approximate: str = "tanh") -> list[list[float]]:
+def mlp_forward(x: Matrix, w_fc: Matrix, b_fc: Sequence[float], w_proj: Matrix, b_proj: Sequence[float], approximate: str = "tanh") -> list[list[float]]:
     """Run the MLP block on T token vectors: `GELU(x W_fc + b_fc) W_proj + b_proj`.
 
     Args:

@@ -92,21 +92,21 @@ def _tiled(q, k, v, causal, block_q, block_k):
     T, d = q.shape
     out = np.empty((T, v.shape[1]))
     for i0 in range(0, T, block_q):
-        qi = q[i0:i0 + block_q]  # (Br, d)
+        qi = q[i0 : i0 + block_q]  # (Br, d)
         m = np.full(qi.shape[0], -np.inf)  # (Br,) running max
         l = np.zeros(qi.shape[0])  # (Br,) running sum
         acc = np.zeros((qi.shape[0], v.shape[1]))  # (Br, d) running weighted sum
         for j0 in range(0, k.shape[0], block_k):
             if causal and j0 > i0 + qi.shape[0] - 1:
                 break  # this and every later key tile lies entirely in the future
-            s = _scores(qi, k[j0:j0 + block_k], causal, i0, j0)  # (Br, Bc) one tile
+            s = _scores(qi, k[j0 : j0 + block_k], causal, i0, j0)  # (Br, Bc) one tile
             m_new = np.maximum(m, s.max(axis=1))  # (Br,)
             scale = np.exp(m - m_new)  # (Br,) rescales what was accumulated; exp(-inf) = 0
             p = np.exp(s - m_new[:, None])  # (Br, Bc)
             l = l * scale + p.sum(axis=1)
-            acc = acc * scale[:, None] + p @ v[j0:j0 + block_k]
+            acc = acc * scale[:, None] + p @ v[j0 : j0 + block_k]
             m = m_new
-        out[i0:i0 + block_q] = acc / l[:, None]
+        out[i0 : i0 + block_q] = acc / l[:, None]
     return out
 
 
@@ -132,8 +132,7 @@ def naive_attention(q: Matrix, k: Matrix, v: Matrix, causal: bool = False) -> li
     return _naive(*_as_qkv(q, k, v, causal), causal).tolist()
 
 
-def flash_attention(q: Matrix, k: Matrix, v: Matrix, causal: bool = False,
-                    block_q: int = 4, block_k: int = 4) -> list[list[float]]:
+def flash_attention(q: Matrix, k: Matrix, v: Matrix, causal: bool = False, block_q: int = 4, block_k: int = 4) -> list[list[float]]:
     """Tiled attention with the online softmax; equal to `naive_attention` up to rounding.
 
     Args:
@@ -157,8 +156,7 @@ def flash_attention(q: Matrix, k: Matrix, v: Matrix, causal: bool = False,
     return _tiled(q, k, v, causal, bq, bk).tolist()
 
 
-def online_softmax_trace(q: Matrix, k: Matrix, v: Matrix, row: int = 0, block_k: int = 4,
-                         causal: bool = False) -> dict:
+def online_softmax_trace(q: Matrix, k: Matrix, v: Matrix, row: int = 0, block_k: int = 4, causal: bool = False) -> dict:
     """Follow one query row through the key tiles: running max, sum and output.
 
     Args:
@@ -183,7 +181,7 @@ def online_softmax_trace(q: Matrix, k: Matrix, v: Matrix, row: int = 0, block_k:
     q, k, v = _as_qkv(q, k, v, causal)
     r = _as_int("row", row, 0, q.shape[0] - 1)
     bk = _as_int("block_k", block_k, 1, MAX_ELEMENTS)
-    qr = q[r:r + 1]  # (1, d)
+    qr = q[r : r + 1]  # (1, d)
     m, l, acc = -np.inf, 0.0, np.zeros(v.shape[1])
     steps = []
     last_key = r if causal else k.shape[0] - 1
@@ -195,17 +193,23 @@ def online_softmax_trace(q: Matrix, k: Matrix, v: Matrix, row: int = 0, block_k:
         p = np.exp(s - m_new)
         l = l * scale + float(p.sum())
         acc = acc * scale + p @ v[j0:j1]
-        steps.append({
-            "keys": [j0, j1 - 1], "scores": s.tolist(), "tile_max": float(s.max()),
-            "max_before": m, "max_after": m_new, "rescale": scale,
-            "sum_after": l, "output_after": (acc / l).tolist(),
-        })
+        steps.append(
+            {
+                "keys": [j0, j1 - 1],
+                "scores": s.tolist(),
+                "tile_max": float(s.max()),
+                "max_before": m,
+                "max_after": m_new,
+                "rescale": scale,
+                "sum_after": l,
+                "output_after": (acc / l).tolist(),
+            }
+        )
         m = m_new
     return {"steps": steps, "output": (acc / l).tolist(), "reference": _naive(q, k, v, causal)[r].tolist()}
 
 
-def memory_traffic(seq_len: int = 1024, d_head: int = 64, block_q: int = 64, block_k: int = 64,
-                   causal: bool = False, dtype: str = "float16") -> dict:
+def memory_traffic(seq_len: int = 1024, d_head: int = 64, block_q: int = 64, block_k: int = 64, causal: bool = False, dtype: str = "float16") -> dict:
     """Elements moved between main memory and on-chip memory: plain versus tiled attention.
 
     A simple counting model for one head (T = seq_len, d = d_head); every operand
@@ -269,8 +273,7 @@ def memory_traffic(seq_len: int = 1024, d_head: int = 64, block_q: int = 64, blo
     tiled_writes = T * d  # O
 
     def summary(reads, writes, scores):
-        return {"reads": reads, "writes": writes, "total": reads + writes, "score_matrix": scores,
-                "bytes": (reads + writes) * nbytes}
+        return {"reads": reads, "writes": writes, "total": reads + writes, "score_matrix": scores, "bytes": (reads + writes) * nbytes}
 
     naive = summary(naive_reads, naive_writes, 4 * T * T)
     tiled = summary(tiled_reads, tiled_writes, 0)

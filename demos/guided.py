@@ -34,8 +34,7 @@ from demos._checks import as_number_between as _as_number
 
 NAME_PIECES = ["Ada", "Bo", "Eve", "Lin", "Max", "Zo"]
 DIGITS = [str(i) for i in range(10)]
-VOCAB = (["{", "}", '"name"', '"age"', '"city"', ":", ",", " ", '"']
-         + NAME_PIECES + DIGITS + ["true", "null", "[", "]", "<eos>"])
+VOCAB = ["{", "}", '"name"', '"age"', '"city"', ":", ",", " ", '"'] + NAME_PIECES + DIGITS + ["true", "null", "[", "]", "<eos>"]
 V = len(VOCAB)
 EOS = VOCAB.index("<eos>")
 SCHEMA = '{"name": <string>, "age": <int>}'
@@ -93,12 +92,21 @@ def _transitions(state):
 
 
 _STATE_NAMES = {
-    "start": "before the object", "open": "after {", "name_key": 'after "name"',
-    "name_colon": "after the first colon", "name_space": "before the name string",
-    "string": "inside the name string", "string_end": "after the name",
-    "comma": "after the comma", "comma_space": 'before "age"', "age_key": 'after "age"',
-    "age_colon": "after the second colon", "age_space": "before the number",
-    "zero": "after the digit 0", "int": "inside the number", "close": "after }",
+    "start": "before the object",
+    "open": "after {",
+    "name_key": 'after "name"',
+    "name_colon": "after the first colon",
+    "name_space": "before the name string",
+    "string": "inside the name string",
+    "string_end": "after the name",
+    "comma": "after the comma",
+    "comma_space": 'before "age"',
+    "age_key": 'after "age"',
+    "age_colon": "after the second colon",
+    "age_space": "before the number",
+    "zero": "after the digit 0",
+    "int": "inside the number",
+    "close": "after }",
     "done": "finished",
 }
 
@@ -141,8 +149,13 @@ def _validate(text):
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         return False, False, None, f"json.loads fails: {exc.msg} at character {exc.pos}."
-    fits = (isinstance(value, dict) and list(value) == ["name", "age"] and isinstance(value["name"], str)
-            and isinstance(value["age"], int) and not isinstance(value["age"], bool))
+    fits = (
+        isinstance(value, dict)
+        and list(value) == ["name", "age"]
+        and isinstance(value["name"], str)
+        and isinstance(value["age"], int)
+        and not isinstance(value["age"], bool)
+    )
     error = None if fits else f"valid JSON, but not the schema {SCHEMA}."
     return True, fits, value if fits else None, error
 
@@ -200,8 +213,7 @@ def allowed_tokens(prefix: Sequence[int]) -> dict:
     if state is None:
         raise ValueError(f"the prefix {_text(ids)!r} already breaks the schema {SCHEMA}.")
     mask = _mask(state)
-    return {"mask": mask.tolist(), "allowed": np.flatnonzero(mask).tolist(),
-            "state": _STATE_NAMES[state[0]], "complete": state[0] == "done"}
+    return {"mask": mask.tolist(), "allowed": np.flatnonzero(mask).tolist(), "state": _STATE_NAMES[state[0]], "complete": state[0] == "done"}
 
 
 def guided_distribution(logits: Sequence[float], prefix: Sequence[int]) -> dict:
@@ -233,8 +245,7 @@ def guided_distribution(logits: Sequence[float], prefix: Sequence[int]) -> dict:
     mask = np.array(allowed["mask"])
     probs = _softmax(z)
     guided = _softmax(np.where(mask, z, -np.inf))
-    return allowed | {"probs": probs.tolist(), "guided_probs": guided.tolist(),
-                      "removed_mass": float(probs[~mask].sum())}
+    return allowed | {"probs": probs.tolist(), "guided_probs": guided.tolist(), "removed_mass": float(probs[~mask].sum())}
 
 
 def generate(seed: int = 0, guided: bool = True, skill: float = 4.0) -> dict:
@@ -279,21 +290,38 @@ def generate(seed: int = 0, guided: bool = True, skill: float = 4.0) -> dict:
             chosen = int(np.argmax(guided_probs))
         else:
             guided_probs, chosen = None, raw_choice
-        steps.append({
-            "step": len(ids), "state": _STATE_NAMES[state[0]] if state else None,
-            "allowed": np.flatnonzero(mask).tolist(), "probs": probs.tolist(),
-            "guided_probs": None if guided_probs is None else guided_probs.tolist(),
-            "removed_mass": float(probs[~mask].sum()) if state else None,
-            "chosen": chosen, "piece": VOCAB[chosen], "raw_choice": raw_choice,
-            "grammatical": bool(mask[chosen]),
-        })
+        steps.append(
+            {
+                "step": len(ids),
+                "state": _STATE_NAMES[state[0]] if state else None,
+                "allowed": np.flatnonzero(mask).tolist(),
+                "probs": probs.tolist(),
+                "guided_probs": None if guided_probs is None else guided_probs.tolist(),
+                "removed_mass": float(probs[~mask].sum()) if state else None,
+                "chosen": chosen,
+                "piece": VOCAB[chosen],
+                "raw_choice": raw_choice,
+                "grammatical": bool(mask[chosen]),
+            }
+        )
         ids.append(chosen)
         state = _transitions(state).get(chosen) if state else None
     text = _text(ids)
     valid_json, fits, parsed, error = _validate(text)
-    return {"seed": seed, "guided": guided, "skill": skill, "tokens": ids, "pieces": [VOCAB[i] for i in ids],
-            "text": text, "finished": ids[-1] == EOS, "valid_json": valid_json, "matches_schema": fits,
-            "parsed": parsed, "error": error, "steps": steps}
+    return {
+        "seed": seed,
+        "guided": guided,
+        "skill": skill,
+        "tokens": ids,
+        "pieces": [VOCAB[i] for i in ids],
+        "text": text,
+        "finished": ids[-1] == EOS,
+        "valid_json": valid_json,
+        "matches_schema": fits,
+        "parsed": parsed,
+        "error": error,
+        "steps": steps,
+    }
 
 
 def success_rates(num_seeds: int = 200, skill: float = 4.0) -> dict:
@@ -322,5 +350,11 @@ def success_rates(num_seeds: int = 200, skill: float = 4.0) -> dict:
         unguided_json += raw["valid_json"]
         if not raw["matches_schema"] and len(failures) < 5:
             failures.append({"seed": seed, "text": raw["text"], "error": raw["error"]})
-    return {"num_seeds": num_seeds, "skill": skill, "guided_ok": guided_ok, "unguided_ok": unguided_ok,
-            "unguided_valid_json": unguided_json, "unguided_failures": failures}
+    return {
+        "num_seeds": num_seeds,
+        "skill": skill,
+        "guided_ok": guided_ok,
+        "unguided_ok": unguided_ok,
+        "unguided_valid_json": unguided_json,
+        "unguided_failures": failures,
+    }

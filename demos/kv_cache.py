@@ -35,8 +35,7 @@ BYTES_PER_VALUE = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1}
 # LLaMA-7B shape (8 key/value heads) is a what-if for comparison.
 PRESETS = {
     "gpt2-small": {"label": "GPT-2 small", "n_layer": 12, "n_head": 12, "d_head": 64, "gqa_kv_heads": 4},
-    "llama-7b-gqa": {"label": "LLaMA-7B shape, GQA with 8 KV heads",
-                     "n_layer": 32, "n_head": 32, "d_head": 128, "gqa_kv_heads": 8},
+    "llama-7b-gqa": {"label": "LLaMA-7B shape, GQA with 8 KV heads", "n_layer": 32, "n_head": 32, "d_head": 128, "gqa_kv_heads": 8},
 }
 MAX_TOKENS = 10_000_000
 
@@ -109,8 +108,7 @@ def presets() -> dict:
     return {name: dict(p) for name, p in PRESETS.items()}
 
 
-def kv_cache_bytes(n_layer: int, n_kv_head: int, d_head: int, context_length: int = 1,
-                   dtype: str = "float16", batch_size: int = 1) -> dict:
+def kv_cache_bytes(n_layer: int, n_kv_head: int, d_head: int, context_length: int = 1, dtype: str = "float16", batch_size: int = 1) -> dict:
     """Size of the KV cache: `2 * n_layer * n_kv_head * d_head * bytes` per token.
 
     Args:
@@ -144,8 +142,9 @@ def kv_cache_bytes(n_layer: int, n_kv_head: int, d_head: int, context_length: in
     return {"bytes_per_value": nbytes, "bytes_per_token": per_token, "total_bytes": per_token * T * B}
 
 
-def compare_attention_variants(n_layer: int = 12, n_head: int = 12, d_head: int = 64, gqa_kv_heads: int = 4,
-                               context_length: int = 1024, dtype: str = "float32", batch_size: int = 1) -> dict:
+def compare_attention_variants(
+    n_layer: int = 12, n_head: int = 12, d_head: int = 64, gqa_kv_heads: int = 4, context_length: int = 1024, dtype: str = "float32", batch_size: int = 1
+) -> dict:
     """KV-cache memory for MHA, GQA and MQA versions of the same model shape.
 
     Args:
@@ -172,8 +171,16 @@ def compare_attention_variants(n_layer: int = 12, n_head: int = 12, d_head: int 
     variants = []
     for name, kv in (("MHA", H), ("GQA", g), ("MQA", 1)):
         size = kv_cache_bytes(n_layer, kv, d_head, context_length, dtype, batch_size)
-        variants.append({"name": name, "n_kv_head": kv, "group_size": H // kv, "bytes_per_token": size["bytes_per_token"],
-                         "total_bytes": size["total_bytes"], "fraction_of_mha": kv / H})
+        variants.append(
+            {
+                "name": name,
+                "n_kv_head": kv,
+                "group_size": H // kv,
+                "bytes_per_token": size["bytes_per_token"],
+                "total_bytes": size["total_bytes"],
+                "fraction_of_mha": kv / H,
+            }
+        )
     return {"variants": variants}
 
 
@@ -286,8 +293,8 @@ def cached_attention(q: Sequence, k: Sequence, v: Sequence) -> dict:
     out = np.empty_like(q)
     lengths = []
     for t in range(T):
-        k_cache = np.concatenate([k_cache, k[:, t:t + 1]], axis=1)  # (H_kv, t+1, d)
-        v_cache = np.concatenate([v_cache, v[:, t:t + 1]], axis=1)
+        k_cache = np.concatenate([k_cache, k[:, t : t + 1]], axis=1)  # (H_kv, t+1, d)
+        v_cache = np.concatenate([v_cache, v[:, t : t + 1]], axis=1)
         for h in range(H):
             g = _group(h, H, H_kv)
             out[h, t] = _attend(q[h, t], k_cache[g], v_cache[g])

@@ -174,8 +174,7 @@ def load_balancing_loss(probs: Matrix, top_k: int = 1, alpha: float = 1.0) -> di
     return {"fraction_routed": f.tolist(), "mean_prob": p.mean(axis=0).tolist(), "loss": a * _aux(f, p), "uniform_loss": a}
 
 
-def moe_layer(x: Matrix, w_router: Matrix, w_experts: Sequence[Matrix], top_k: int = 2,
-              w_shared: Sequence[Matrix] | None = None) -> dict:
+def moe_layer(x: Matrix, w_router: Matrix, w_experts: Sequence[Matrix], top_k: int = 2, w_shared: Sequence[Matrix] | None = None) -> dict:
     """A full (toy) MoE layer with linear experts: `y = sum_e g_e x W_e + sum_s x W_s`.
 
     Real experts are small feed-forward networks; linear maps keep the example

@@ -127,8 +127,7 @@ def _rms(v):
 # public API: plain data in, plain data out
 
 
-def layer_norm(x: Sequence, gamma: Sequence[float] | None = None, beta: Sequence[float] | None = None,
-               eps: float = 1e-5) -> list:
+def layer_norm(x: Sequence, gamma: Sequence[float] | None = None, beta: Sequence[float] | None = None, eps: float = 1e-5) -> list:
     """LayerNorm over the last axis: `gamma * (x - mean) / sqrt(var + eps) + beta`.
 
     Same as `torch.nn.functional.layer_norm(x, (d,), gamma, beta, eps)`.
@@ -203,8 +202,7 @@ def random_vector(d: int = 8, seed: int = 0, mean: float = 0.0, std: float = 1.0
     return (mean + std * np.random.default_rng(seed).standard_normal(d)).tolist()
 
 
-def compare_norms(x: Sequence[float], gamma: Sequence[float] | None = None, beta: Sequence[float] | None = None,
-                  eps: float = 1e-5) -> dict:
+def compare_norms(x: Sequence[float], gamma: Sequence[float] | None = None, beta: Sequence[float] | None = None, eps: float = 1e-5) -> dict:
     """LayerNorm and RMSNorm of one vector, with the statistics before and after.
 
     Args:

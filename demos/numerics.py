@@ -133,8 +133,7 @@ def sum_orders(n: int = 1000, dtype: str = "float32", seed: int = 0, num_orders:
         "small_to_large": magnitude,
         "large_to_small": magnitude[::-1],
     }
-    named = {name: _error(_sequential_sums(x[order][None, :], dt)[0], exact, ulp)
-             for name, order in named_orders.items()}
+    named = {name: _error(_sequential_sums(x[order][None, :], dt)[0], exact, ulp) for name, order in named_orders.items()}
     named["pairwise"] = _error(np.sum(x, dtype=dt), exact, ulp)
     low, high = float(values[0]), float(values[-1])
     return {
@@ -186,8 +185,7 @@ def batch_sums(n: int = 4096, dtype: str = "float32", seed: int = 0) -> dict:
     for b in BATCH_SIZES:
         splits = _splits_for(b)
         rows.append({"batch_size": b, "splits": splits} | _error(_split_sum(x, splits, dt), exact, ulp))
-    return {"n": n, "dtype": dt.name, "exact": exact, "ulp": ulp, "rows": rows,
-            "num_distinct": len({r["value"] for r in rows})}
+    return {"n": n, "dtype": dt.name, "exact": exact, "ulp": ulp, "rows": rows, "num_distinct": len({r["value"] for r in rows})}
 
 
 def _flip_logits(h, w, batch_size):
@@ -252,18 +250,30 @@ def argmax_flip(seed: int = 0, d: int = 512) -> dict:
             for b in BATCH_SIZES:
                 logits = _flip_logits(h, candidate, b)
                 top = int(np.argmax(logits))
-                rows.append({"batch_size": b, "splits": _splits_for(b), "logits": logits.astype(np.float64).tolist(),
-                             "difference": float(logits[1]) - float(logits[0]), "argmax": top,
-                             "token": FLIP_TOKENS[top]})
+                rows.append(
+                    {
+                        "batch_size": b,
+                        "splits": _splits_for(b),
+                        "logits": logits.astype(np.float64).tolist(),
+                        "difference": float(logits[1]) - float(logits[0]),
+                        "argmax": top,
+                        "token": FLIP_TOKENS[top],
+                    }
+                )
             argmaxes = sorted({r["argmax"] for r in rows})
             if len(argmaxes) > 1:
                 exact, difference = _exact_logits(h, candidate)
                 return {
-                    "d": d, "seed": seed, "tokens": list(FLIP_TOKENS),
-                    "exact_logits": exact, "exact_difference": difference,
+                    "d": d,
+                    "seed": seed,
+                    "tokens": list(FLIP_TOKENS),
+                    "exact_logits": exact,
+                    "exact_difference": difference,
                     "exact_argmax": 1 if difference > 0 else 0,
                     "ulp": _ulp(exact[0], np.float32),
                     "tuned": {"index": int(j), "original": float(w[1, j]), "value": float(value)},
-                    "rows": rows, "argmaxes": argmaxes, "flips": True,
+                    "rows": rows,
+                    "argmaxes": argmaxes,
+                    "flips": True,
                 }
     raise ValueError(f"no batch-dependent flip found for seed {seed} and d {d}; try another seed.")

@@ -88,7 +88,7 @@ def _shift_matrix(k, d, base):
     for i, a in enumerate(k * _omega(d, base)):
         c, s = math.cos(a), math.sin(a)
         # sin(x + a) = sin x cos a + cos x sin a;  cos(x + a) = cos x cos a - sin x sin a
-        m[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c, s], [-s, c]]
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = [[c, s], [-s, c]]
     return m
 
 
@@ -193,8 +193,7 @@ def shift_check(position: int, k: int, d_model: int, base: float = 10000.0) -> d
     d, base = _as_width("d_model", d_model), _as_base(base)
     shifted = _table([pos + k], d, base)[0]
     mapped = _shift_matrix(k, d, base) @ _table([pos], d, base)[0]
-    return {"shifted": shifted.tolist(), "mapped": mapped.tolist(),
-            "max_abs_error": float(np.abs(shifted - mapped).max())}
+    return {"shifted": shifted.tolist(), "mapped": mapped.tolist(), "max_abs_error": float(np.abs(shifted - mapped).max())}
 
 
 def relative_dot(p: int, q: int, k: int = 0, d_model: int = 64, base: float = 10000.0) -> dict:
@@ -221,8 +220,16 @@ def relative_dot(p: int, q: int, k: int = 0, d_model: int = 64, base: float = 10
     d, base = _as_width("d_model", d_model), _as_base(base)
     pe = _table([p, q, p + k, q + k], d, base)  # (4, d)
     dot, shifted = float(pe[0] @ pe[1]), float(pe[2] @ pe[3])
-    return {"p": p, "q": q, "k": k, "offset": p - q, "dot": dot, "shifted_dot": shifted,
-            "closed_form": float(np.cos((p - q) * _omega(d, base)).sum()), "difference": abs(dot - shifted)}
+    return {
+        "p": p,
+        "q": q,
+        "k": k,
+        "offset": p - q,
+        "dot": dot,
+        "shifted_dot": shifted,
+        "closed_form": float(np.cos((p - q) * _omega(d, base)).sum()),
+        "difference": abs(dot - shifted),
+    }
 
 
 def similarity_matrix(table: Sequence[Sequence[float]], measure: str = "cosine") -> list[list[float]]:
@@ -264,12 +271,10 @@ def learned_similarity(table: Sequence[Sequence[float]], measure: str = "cosine"
     t = _as_table("table", table)
     step = _as_int("step", step, 1, t.shape[0])
     kept = np.arange(0, t.shape[0], step)
-    return {"positions": kept.tolist(), "similarity": _similarity(t[kept], _as_measure(measure)).tolist(),
-            "measure": measure}
+    return {"positions": kept.tolist(), "similarity": _similarity(t[kept], _as_measure(measure)).tolist(), "measure": measure}
 
 
-def sinusoidal_view(n_positions: int = 32, d_model: int = 32, p: int = 3, q: int = 8, k: int = 5,
-                    base: float = 10000.0) -> dict:
+def sinusoidal_view(n_positions: int = 32, d_model: int = 32, p: int = 3, q: int = 8, k: int = 5, base: float = 10000.0) -> dict:
     """What the positions widget draws: the table, its dot-product similarity and one readout.
 
     Args:
@@ -289,5 +294,11 @@ def sinusoidal_view(n_positions: int = 32, d_model: int = 32, p: int = 3, q: int
     base = _as_base(base)
     readout = relative_dot(p, q, k, d, base)
     table = _table(np.arange(n), d, base)
-    return {"n_positions": n, "d_model": d, "frequencies": _omega(d, base).tolist(), "table": table.tolist(),
-            "similarity": _similarity(table, "dot").tolist(), "readout": readout}
+    return {
+        "n_positions": n,
+        "d_model": d,
+        "frequencies": _omega(d, base).tolist(),
+        "table": table.tolist(),
+        "similarity": _similarity(table, "dot").tolist(),
+        "readout": readout,
+    }

@@ -166,8 +166,7 @@ def rope_score(q: Sequence[float], k: Sequence[float], m: int, n: int, base: flo
     return _score(q, k, _as_int("m", m, 0, MAX_POSITION), _as_int("n", n, 0, MAX_POSITION), _as_base(base))
 
 
-def relative_check(q: Sequence[float], k: Sequence[float], m: int, n: int, shift: int,
-                   base: float = 10000.0) -> dict:
+def relative_check(q: Sequence[float], k: Sequence[float], m: int, n: int, shift: int, base: float = 10000.0) -> dict:
     """Move query and key by the same amount: the RoPE logit does not change.
 
     Args:
@@ -191,8 +190,7 @@ def relative_check(q: Sequence[float], k: Sequence[float], m: int, n: int, shift
     return {"offset": m - n, "score": score, "shifted_score": shifted, "difference": abs(score - shifted)}
 
 
-def distance_decay(d: int = 128, max_distance: int = 256, base: float = 10000.0, vectors: str = "ones",
-                   seed: int = 0) -> dict:
+def distance_decay(d: int = 128, max_distance: int = 256, base: float = 10000.0, vectors: str = "ones", seed: int = 0) -> dict:
     """How the RoPE logit changes with the distance between query and key.
 
     Two curves over distances r = 0 .. max_distance (query r positions after
@@ -223,13 +221,17 @@ def distance_decay(d: int = 128, max_distance: int = 256, base: float = 10000.0,
     q, k = _vectors(vectors, d, seed)
     similarity, bound = _similarity_curve(q, k, r, base), _bound_curve(d, r, base)
     sim_rises, bound_rises = _rises(similarity), _rises(bound)
-    return {"distances": r.tolist(), "similarity": similarity.tolist(), "bound": bound.tolist(),
-            "similarity_rises": sim_rises, "bound_rises": bound_rises,
-            "monotonic": not sim_rises and not bound_rises}
+    return {
+        "distances": r.tolist(),
+        "similarity": similarity.tolist(),
+        "bound": bound.tolist(),
+        "similarity_rises": sim_rises,
+        "bound_rises": bound_rises,
+        "monotonic": not sim_rises and not bound_rises,
+    }
 
 
-def rope_view(d: int = 32, pair: int = 0, m: int = 6, n: int = 2, base: float = 10000.0,
-              max_distance: int = 64, vectors: str = "ones", seed: int = 0) -> dict:
+def rope_view(d: int = 32, pair: int = 0, m: int = 6, n: int = 2, base: float = 10000.0, max_distance: int = 64, vectors: str = "ones", seed: int = 0) -> dict:
     """What the RoPE widget draws: one rotating pair, the full logit and the distance curve.
 
     Args:
@@ -259,10 +261,14 @@ def rope_view(d: int = 32, pair: int = 0, m: int = 6, n: int = 2, base: float = 
     theta = float(_omega(d, base)[i])
     lo = min(m, n)
     view = {
-        "theta": theta, "angle_q": m * theta, "angle_k": n * theta,
-        "q_pair": q[2 * i:2 * i + 2].tolist(), "k_pair": k[2 * i:2 * i + 2].tolist(),
-        "q_rotated": rotated[0, 2 * i:2 * i + 2].tolist(), "k_rotated": rotated[1, 2 * i:2 * i + 2].tolist(),
-        "pair_score": float(rotated[0, 2 * i:2 * i + 2] @ rotated[1, 2 * i:2 * i + 2]),
+        "theta": theta,
+        "angle_q": m * theta,
+        "angle_k": n * theta,
+        "q_pair": q[2 * i : 2 * i + 2].tolist(),
+        "k_pair": k[2 * i : 2 * i + 2].tolist(),
+        "q_rotated": rotated[0, 2 * i : 2 * i + 2].tolist(),
+        "k_rotated": rotated[1, 2 * i : 2 * i + 2].tolist(),
+        "pair_score": float(rotated[0, 2 * i : 2 * i + 2] @ rotated[1, 2 * i : 2 * i + 2]),
         "score": float(rotated[0] @ rotated[1]),
         "relative_score": _score(q, k, m - lo, n - lo, base),
         "offset": m - n,

@@ -156,7 +156,7 @@ def _draw(probs, num_samples, rng):
     """Inverse-CDF sampling: `num_samples` token ids from `probs` (V,)."""
     cdf = np.cumsum(probs)  # (V,) running total, ends at 1 up to rounding
     cdf /= cdf[-1]
-    cdf[np.flatnonzero(probs)[-1]:] = 1.0  # close the last interval exactly
+    cdf[np.flatnonzero(probs)[-1] :] = 1.0  # close the last interval exactly
     u = rng.random(num_samples)  # (num_samples,) uniform in [0, 1)
     # The token whose interval [cdf[i-1], cdf[i]) contains u; a token of
     # probability 0 has an empty interval and can never be drawn.
@@ -258,9 +258,7 @@ def top_p_filter(logits: Sequence[float], p: float) -> list[float]:
     return np.where(keep, z, -np.inf).tolist()
 
 
-def next_token_distribution(
-    logits: Sequence[float], temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0
-) -> dict:
+def next_token_distribution(logits: Sequence[float], temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> dict:
     """The distribution the next token is drawn from, with everything a widget shows.
 
     Applies, in Hugging Face's order: divide by the temperature, top-k, top-p, then

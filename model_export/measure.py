@@ -82,9 +82,7 @@ def prepare_attention_graphs(reference: Path, work_dir: Path) -> dict:
     return {"plain": plain, "fused": fused, "fusions": fusions}
 
 
-def attention_cost(
-    reference: Path, config: GPT2Config, work_dir: Path, repeats: int = 5, threads: int = 1, progress=print
-) -> dict:
+def attention_cost(reference: Path, config: GPT2Config, work_dir: Path, repeats: int = 5, threads: int = 1, progress=print) -> dict:
     """Times the four ways of running the model (see the module docstring).
 
     Args:
@@ -142,8 +140,7 @@ def attention_cost(
     }
 
 
-def speed_table(paths: dict[str, Path], config: GPT2Config, runs: int, new_tokens: int, threads: int | None,
-                progress=print) -> dict:
+def speed_table(paths: dict[str, Path], config: GPT2Config, runs: int, new_tokens: int, threads: int | None, progress=print) -> dict:
     """Decoding speed (see ``runtime.decode_speed``) of several graphs.
 
     Args:
@@ -170,4 +167,3 @@ def speed_table(paths: dict[str, Path], config: GPT2Config, runs: int, new_token
         progress(f"{name}: {result[name]['tok_per_s']} tok/s (median of {runs})")
         del runner
     return result
-

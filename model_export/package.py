@@ -171,9 +171,7 @@ def file_role(path: Path) -> str:
     return "packed" if path.name.startswith(PACKED_PREFIX) else "data"
 
 
-def variant_entry(
-    name: str, dtype: str, backends: list[str], outputs: list[str], root: str | Path, validation: dict | None = None
-) -> dict:
+def variant_entry(name: str, dtype: str, backends: list[str], outputs: list[str], root: str | Path, validation: dict | None = None) -> dict:
     """One downloadable form of the model, as listed in the manifest.
 
     Args:
@@ -337,8 +335,7 @@ def read_manifest(out_dir: str | Path) -> dict:
 
 def listed_files(manifest: dict) -> list[dict]:
     """Every file entry of the manifest: all variants' files, then the tokenizer's and the tables'."""
-    return ([f for v in manifest["variants"] for f in v["files"]] + list(manifest["tokenizer"].values())
-            + manifest.get("tables", []))
+    return [f for v in manifest["variants"] for f in v["files"]] + list(manifest["tokenizer"].values()) + manifest.get("tables", [])
 
 
 def file_mismatches(out_dir: str | Path, manifest: dict) -> list[str]:
@@ -376,4 +373,3 @@ def layout_problems(out_dir: str | Path, manifest: dict, piece_bytes: int = PIEC
         if locations != names:
             problems.append(f"{variant['name']}: graph refers to {sorted(locations)}, manifest lists {sorted(names)}")
     return problems
-

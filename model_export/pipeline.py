@@ -149,8 +149,7 @@ def load(source: str, seed: int, progress=print) -> Loaded:
     except ValueError as err:
         raise StageError(f"{source}: {err}") from err
     config = model.config
-    progress(f"{config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, "
-             f"{config.n_positions} positions, vocab {config.vocab_size}")
+    progress(f"{config.n_layer} layers, {config.n_head} heads, n_embd {config.n_embd}, {config.n_positions} positions, vocab {config.vocab_size}")
     return Loaded(weights, model)
 
 
@@ -236,8 +235,7 @@ def run_quantize(
             save_s = 0.0
         elif name == "q8x":  # an int8 graph over q4x's pieces (requant.py)
             if not (build.variant_dir(SOURCE_VARIANT) / INDEX_FILE).is_file():
-                raise StageError(f"q8x is built from the {SOURCE_VARIANT} pieces; quantize {SOURCE_VARIANT} first "
-                                 f"(--variants {SOURCE_VARIANT},q8x)")
+                raise StageError(f"q8x is built from the {SOURCE_VARIANT} pieces; quantize {SOURCE_VARIANT} first (--variants {SOURCE_VARIANT},q8x)")
             graph = write_requant(reference, build.variant_dir(SOURCE_VARIANT), build.variant_dir(name))[0]
             files = package.variant_files(build.variant_dir(name))  # its download: graph, index, q4x's pieces
             proto = onnx.load(str(graph), load_external_data=False)
@@ -295,19 +293,19 @@ def run_validate(build: BuildDir, loaded: Loaded, tolerances, variants: list[str
             tol = tolerances.variants.get(name)
             if tol is None:
                 raise StageError(f"no tolerances for variant {name!r}")
-            variant_rows, metrics[name] = compare_variant(
-                name, OrtGPT2(build.runnable_graph(name), config), reference, tokens, tol
-            )
+            variant_rows, metrics[name] = compare_variant(name, OrtGPT2(build.runnable_graph(name), config), reference, tokens, tol)
             metrics[name]["passed"] = all(r.passed for r in variant_rows)
             rows += variant_rows
     seconds = time.perf_counter() - start
     earlier = record.get("validation", {})
     kept = [n for n in build.built_variants() if n not in metrics and n in earlier.get("metrics", {})]
-    build.update_record(validation={  # variants not compared this time keep their earlier results
-        "rows": [r.to_dict() for r in rows] + [r for r in earlier.get("rows", []) if r.get("group") in kept],
-        "metrics": {n: earlier["metrics"][n] for n in kept} | metrics,
-        "seconds": round(seconds, 1),
-    })
+    build.update_record(
+        validation={  # variants not compared this time keep their earlier results
+            "rows": [r.to_dict() for r in rows] + [r for r in earlier.get("rows", []) if r.get("group") in kept],
+            "metrics": {n: earlier["metrics"][n] for n in kept} | metrics,
+            "seconds": round(seconds, 1),
+        }
+    )
     if manifest_path.is_file():
         run_package(build, progress=lambda line: None)
     return rows
@@ -331,17 +329,24 @@ def run_tables(build: BuildDir, progress=print) -> list[Path]:
         raise StageError(f"{build.root} has no variants; run `model-export quantize --out {build.root}` first")
     start = time.perf_counter()
     try:
-        files = write_tables(build.tables, build.reference, build.variant_graph(WEIGHTS_VARIANT),
-                             {name: build.runnable_graph(name) for name in names}, record["config"], record["name"])
+        files = write_tables(
+            build.tables,
+            build.reference,
+            build.variant_graph(WEIGHTS_VARIANT),
+            {name: build.runnable_graph(name) for name in names},
+            record["config"],
+            record["name"],
+        )
     except ValueError as err:
         raise StageError(f"the pipeline tables cannot be written: {err}") from err
     seconds = time.perf_counter() - start
     index = json.loads(files[0].read_text(encoding="utf-8"))
     sources = [e["source"] + ("" if "path" in e else " (error)") for e in index["parity"]["logits"]]
-    progress(f"{build.tables}: weights from {index['weights']['variant'] or 'nowhere: ' + index['weights']['missing']}; "
-             f"parity logits from {', '.join(sources) or index['parity']['missing']} ({seconds:.1f} s)")
-    build.update_record(tables={"files": len(files), "bytes": sum(f.stat().st_size for f in files),
-                                "seconds": round(seconds, 1)})
+    progress(
+        f"{build.tables}: weights from {index['weights']['variant'] or 'nowhere: ' + index['weights']['missing']}; "
+        f"parity logits from {', '.join(sources) or index['parity']['missing']} ({seconds:.1f} s)"
+    )
+    build.update_record(tables={"files": len(files), "bytes": sum(f.stat().st_size for f in files), "seconds": round(seconds, 1)})
     if (build.root / MANIFEST).is_file():
         run_package(build, progress=lambda line: None)
     return files
@@ -361,9 +366,7 @@ def run_package(build: BuildDir, progress=print) -> dict:
     for name in names:
         spec = VARIANTS[name]
         outputs = [o.name for o in _graph_outputs(build.variant_graph(name))]
-        entries.append(
-            package.variant_entry(name, spec.dtype, list(spec.backends), outputs, build.root, metrics.get(name))
-        )
+        entries.append(package.variant_entry(name, spec.dtype, list(spec.backends), outputs, build.root, metrics.get(name)))
     reference_rows = [r for r in validation.get("rows", []) if r.get("group") in ("torch", "fp32")]
     manifest = package.build_manifest(
         name=record["name"],
@@ -417,9 +420,7 @@ def run_report(
     speed = speed_table(paths, config, runs, fitted, threads, progress)
     changes = {"speed": {"runs": runs, "prompt": prompt, "new_tokens": fitted, "threads": threads, "variants": speed}}
     if attention_cost:
-        changes["attention_cost"] = measure_attention_cost(
-            build.reference, config, build.work / "attention-cost", attention_repeats, 1, progress
-        )
+        changes["attention_cost"] = measure_attention_cost(build.reference, config, build.work / "attention-cost", attention_repeats, 1, progress)
     record = build.update_record(**changes)
     manifest = package.read_manifest(build.root) if (build.root / MANIFEST).is_file() else None
     return write_reports(build.root, record, manifest)

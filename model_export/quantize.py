@@ -204,8 +204,7 @@ def share_tied_embedding(proto: onnx.ModelProto, weight: str, transposed: str) -
     packed, scales = matmul.input[1], matmul.input[2]
     gathers = [n for n in graph.node if n.op_type == "Gather" and n.input[0] == weight]
     for index, gather in enumerate(gathers):
-        nodes, constants = dequantizing_gather(f"{weight}.q4_lookup{index}", packed, scales, gather.input[1],
-                                               gather.output[0], width, block)
+        nodes, constants = dequantizing_gather(f"{weight}.q4_lookup{index}", packed, scales, gather.input[1], gather.output[0], width, block)
         position = list(graph.node).index(gather)
         graph.node.remove(gather)
         for offset, node in enumerate(nodes):

@@ -22,32 +22,36 @@ def summarize(record: dict, manifest: dict | None) -> dict:
     validation = record.get("validation", {})
     rows = validation.get("rows", [])
     speed = record.get("speed", {}).get("variants", {})
-    variants = [{
-        "name": "fp32",
-        "dtype": "float32",
-        "backends": [],
-        "shipped": False,
-        "bytes": record["reference"]["bytes"],
-        "files": 1,
-        "largest_file": record["reference"]["bytes"],
-        "seconds": record["reference"]["export_s"],
-        "validation": {},
-        "speed": speed.get("fp32"),
-    }]
+    variants = [
+        {
+            "name": "fp32",
+            "dtype": "float32",
+            "backends": [],
+            "shipped": False,
+            "bytes": record["reference"]["bytes"],
+            "files": 1,
+            "largest_file": record["reference"]["bytes"],
+            "seconds": record["reference"]["export_s"],
+            "validation": {},
+            "speed": speed.get("fp32"),
+        }
+    ]
     for name, info in record.get("variants", {}).items():
         spec = VARIANTS[name]
-        variants.append({
-            "name": name,
-            "dtype": spec.dtype,
-            "backends": list(spec.backends),
-            "shipped": True,
-            "bytes": info["bytes"],
-            "files": info["files"],
-            "largest_file": info["largest_file"],
-            "seconds": info["quantize_s"],
-            "validation": validation.get("metrics", {}).get(name, {}),
-            "speed": speed.get(name),
-        })
+        variants.append(
+            {
+                "name": name,
+                "dtype": spec.dtype,
+                "backends": list(spec.backends),
+                "shipped": True,
+                "bytes": info["bytes"],
+                "files": info["files"],
+                "largest_file": info["largest_file"],
+                "seconds": info["quantize_s"],
+                "validation": validation.get("metrics", {}).get(name, {}),
+                "speed": speed.get(name),
+            }
+        )
     return {
         "name": record["name"],
         "source": record["source"],
@@ -110,18 +114,28 @@ def render_markdown(report: dict) -> str:
 
     lines += ["## Variants", ""]
     speed = report["speed"]
-    header = ["variant", "weights", "runs on", "MB", "files", "largest file MB", "KL vs fp32", "top-1", "top-5",
-              "perplexity ratio", "CPU tok/s", "made in s"]
+    header = ["variant", "weights", "runs on", "MB", "files", "largest file MB", "KL vs fp32", "top-1", "top-5", "perplexity ratio", "CPU tok/s", "made in s"]
     rows = []
     for v in report["variants"]:
         m = v["validation"]
         tok = v["speed"]["tok_per_s"] if v.get("speed") else None
         label = v["name"] if v["shipped"] else f"{v['name']} (reference, not shipped)"
-        rows.append([
-            label, v["dtype"], ", ".join(v["backends"]) or "Python only", _mb(v["bytes"]), str(v["files"]),
-            _mb(v["largest_file"]), _num(m.get("kl")), _num(m.get("top1")), _num(m.get("top5")),
-            _num(m.get("ppl_ratio"), 4), _num(tok), _num(v["seconds"]),
-        ])
+        rows.append(
+            [
+                label,
+                v["dtype"],
+                ", ".join(v["backends"]) or "Python only",
+                _mb(v["bytes"]),
+                str(v["files"]),
+                _mb(v["largest_file"]),
+                _num(m.get("kl")),
+                _num(m.get("top1")),
+                _num(m.get("top5")),
+                _num(m.get("ppl_ratio"), 4),
+                _num(tok),
+                _num(v["seconds"]),
+            ]
+        )
     lines += _table(header, rows, "lllrrrrrrrrr") + [""]
     if speed:
         threads = speed.get("threads") or "ONNX Runtime's default number of"
@@ -131,14 +145,16 @@ def render_markdown(report: dict) -> str:
             f"{speed['runs']} runs. "
             "KL, top-1, top-5 and perplexity ratio compare each variant's next-token distributions with the fp32 "
             "graph's on a text shipped with the exporter (teacher-forced)."
-            + (" With random weights the distributions are nearly flat: top-1 agreement is low even for a "
-               "faithful variant and the perplexity is close to the vocabulary size." if report["random_weights"]
-               else ""),
+            + (
+                " With random weights the distributions are nearly flat: top-1 agreement is low even for a "
+                "faithful variant and the perplexity is close to the vocabulary size."
+                if report["random_weights"]
+                else ""
+            ),
             "",
         ]
     if report["default_variants"]:
-        lines += ["Default variant per backend: " + ", ".join(
-            f"{backend} → {name}" for backend, name in report["default_variants"].items()) + ".", ""]
+        lines += ["Default variant per backend: " + ", ".join(f"{backend} → {name}" for backend, name in report["default_variants"].items()) + ".", ""]
 
     validation = report["validation"]
     lines += ["## Validation", ""]
@@ -188,8 +204,7 @@ def render_attention_cost(cost: dict) -> list[str]:
     for row in cost["rows"]:
         case = f"prompt of {row['tokens']}" if row["case"] == "prefill" else f"1 token after {row['past']}"
         plain = row["plain"]
-        rows.append([case, *[_num(row[c], 4) for c in configs],
-                     f"{row['full, fetch all'] / plain:.2f}", f"{row['fused'] / plain:.2f}"])
+        rows.append([case, *[_num(row[c], 4) for c in configs], f"{row['full, fetch all'] / plain:.2f}", f"{row['fused'] / plain:.2f}"])
     lines += _table(header, rows, "l" + "r" * (len(header) - 1)) + [""]
     fusions = ", ".join(f"{k} × {v}" for k, v in cost["fusions"].items()) or "none"
     lines += [
@@ -198,7 +213,7 @@ def render_attention_cost(cost: dict) -> list[str]:
         "The attention probabilities of one forward pass take "
         + ", ".join(f"{int(n):,} tokens: {b / 1e6:.1f} MB" for n, b in cost["attention_bytes"].items())
         + " when fetched. Every variant of this build is one graph with these outputs: generation that does "
-        "not fetch them runs as in the column \"full, fetch logits+present\".",
+        'not fetch them runs as in the column "full, fetch logits+present".',
         "",
     ]
     return lines

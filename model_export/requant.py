@@ -183,16 +183,20 @@ def int8_graph(reference: onnx.ModelProto, axes: dict[str, str]) -> onnx.ModelPr
     initializers = {t.name: t for t in graph.initializer}
     transposed = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "Transpose" and n.input[0] in axes}
     zero, last_axis = "requant.zero_int8", "requant.last_axis"
-    graph.initializer.extend([
-        numpy_helper.from_array(np.array(0, np.int8), zero),
-        numpy_helper.from_array(np.array([-1], np.int64), last_axis),
-    ])
+    graph.initializer.extend(
+        [
+            numpy_helper.from_array(np.array(0, np.int8), zero),
+            numpy_helper.from_array(np.array([-1], np.int64), last_axis),
+        ]
+    )
     for weight, per in axes.items():
         shape = tuple(initializers[weight].dims)
-        graph.initializer.extend([
-            _placeholder(weight + INT8_SUFFIX, onnx.TensorProto.INT8, shape),
-            _placeholder(weight + SCALE_SUFFIX, onnx.TensorProto.FLOAT, () if per == "matrix" else shape[:1]),
-        ])
+        graph.initializer.extend(
+            [
+                _placeholder(weight + INT8_SUFFIX, onnx.TensorProto.INT8, shape),
+                _placeholder(weight + SCALE_SUFFIX, onnx.TensorProto.FLOAT, () if per == "matrix" else shape[:1]),
+            ]
+        )
     nodes: list[onnx.NodeProto] = []
     retyped: set[str] = set()
     for node in graph.node:
@@ -222,8 +226,7 @@ def int8_graph(reference: onnx.ModelProto, axes: dict[str, str]) -> onnx.ModelPr
 # ---------------------------------------------------------------- writing
 
 
-def write_requant(reference: onnx.ModelProto, source_dir: str | Path, directory: str | Path,
-                  target_bytes: int = compact.TARGET_BYTES) -> list[Path]:
+def write_requant(reference: onnx.ModelProto, source_dir: str | Path, directory: str | Path, target_bytes: int = compact.TARGET_BYTES) -> list[Path]:
     """Writes a ``q8x`` directory that builds its int8 weights from ``source_dir``'s q4x pieces.
 
     Args:
@@ -263,8 +266,7 @@ def write_requant(reference: onnx.ModelProto, source_dir: str | Path, directory:
             scales = targets.place(4 * groups)
             compact.externalize(scale, *scales, 4 * groups)
             parts = [{k: c[k] for k in ("piece", "start", "bytes", "elements")} for c in by_tensor[weight]]
-            matrices.append({"tensor": weight, "rows": rows, "cols": cols, "per": axes[weight],
-                             "values": list(values), "scales": list(scales), "parts": parts})
+            matrices.append({"tensor": weight, "rows": rows, "cols": cols, "per": axes[weight], "values": list(values), "scales": list(scales), "parts": parts})
         elif name in by_tensor:  # raw in q4x: the same bytes, at their new place
             chunks = by_tensor[name]
             size = tensor_bytes(tensor)

@@ -77,9 +77,7 @@ class OrtGPT2:
         """The graph's input dict."""
         return dict(zip(self.input_names, [input_ids, attention_mask, position_ids, *past], strict=True))
 
-    def run(
-        self, input_ids: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: list[np.ndarray]
-    ) -> tuple[np.ndarray, list[np.ndarray]]:
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
         """One forward pass. Returns logits (B, T, V) and present, ``2 * n_layer`` (B, nh, P+T, hd)."""
         logits, *present = self.session.run(self.core_outputs, self.feeds(input_ids, attention_mask, position_ids, past))
         return logits, present
@@ -112,9 +110,7 @@ class TorchGPT2:
         _, names = io_names(self.config.n_layer, self.model.output_attentions, self.model.output_hidden_states)
         return {name: t.numpy() for name, t in zip(names, self.model(*args), strict=True)}
 
-    def run(
-        self, input_ids: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: list[np.ndarray]
-    ) -> tuple[np.ndarray, list[np.ndarray]]:
+    def run(self, input_ids: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
         """One forward pass. Returns logits (B, T, V) and present, ``2 * n_layer`` (B, nh, P+T, hd)."""
         outputs = self.run_all(input_ids, attention_mask, position_ids, past)
         _, core = io_names(self.config.n_layer)
@@ -141,9 +137,7 @@ def choose_next(last_logits: np.ndarray, generated: np.ndarray, no_repeat: bool)
     return scores.argmax(axis=1).astype(np.int64)
 
 
-def greedy(
-    runner, prompts: list[list[int]], new_tokens: int, *, no_repeat: bool = False, use_cache: bool = True
-) -> np.ndarray:
+def greedy(runner, prompts: list[list[int]], new_tokens: int, *, no_repeat: bool = False, use_cache: bool = True) -> np.ndarray:
     """Greedy decoding of a batch of prompts, left-padded to a common length.
 
     With ``use_cache`` each step feeds the previous step's present back as past and runs only
@@ -164,8 +158,9 @@ def greedy(
     """
     needed = greedy_positions(max(len(p) for p in prompts), new_tokens)
     if needed > runner.config.n_positions:
-        raise ValueError(f"greedy decoding of {new_tokens} tokens after these prompts needs {needed} positions; "
-                         f"the model has {runner.config.n_positions} (see fit_greedy)")
+        raise ValueError(
+            f"greedy decoding of {new_tokens} tokens after these prompts needs {needed} positions; the model has {runner.config.n_positions} (see fit_greedy)"
+        )
     input_ids, attention_mask = left_pad(prompts)  # (B, L)
     batch = len(prompts)
     generated = np.zeros((batch, 0), np.int64)

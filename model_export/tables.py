@@ -37,9 +37,20 @@ from .runtime import OrtGPT2, TorchGPT2, prompt_outputs
 TABLES_FORMAT = 2
 WEIGHTS_VARIANT = "q4x"  # the figures read their weights from this variant's packed files
 LINEARS = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # a block's linear layers, in graph order
-BLOCK_ROLES = ("ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
-               "attn.c_proj.bias", "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
-               "mlp.c_proj.weight", "mlp.c_proj.bias")  # a block's weights, by their GPT2 state-dict names
+BLOCK_ROLES = (
+    "ln_1.weight",
+    "ln_1.bias",
+    "attn.c_attn.weight",
+    "attn.c_attn.bias",
+    "attn.c_proj.weight",
+    "attn.c_proj.bias",
+    "ln_2.weight",
+    "ln_2.bias",
+    "mlp.c_fc.weight",
+    "mlp.c_fc.bias",
+    "mlp.c_proj.weight",
+    "mlp.c_proj.bias",
+)  # a block's weights, by their GPT2 state-dict names
 PARITY_TEXT = " Data visualization empowers users to"
 PARITY_IDS = [6060, 32704, 795, 30132, 2985, 284]  # GPT-2's tokens of PARITY_TEXT (seed 002's example)
 
@@ -90,8 +101,7 @@ def weight_names(graph: onnx.GraphProto, n_layer: int) -> dict[str, str]:
     if "wte" not in names or "wpe" not in names:
         raise ValueError("no embedding Gather on input_ids/position_ids")
     vocab = tensors[names["wte"]].dims[0]
-    norms = [(n.input[1], n.input[2]) for n in graph.node
-             if n.op_type == "LayerNormalization" and n.input[1] in tensors and n.input[2] in tensors]
+    norms = [(n.input[1], n.input[2]) for n in graph.node if n.op_type == "LayerNormalization" and n.input[1] in tensors and n.input[2] in tensors]
     linears = []
     for node in graph.node:
         if node.op_type != "MatMul" or node.input[1] not in tensors:
@@ -109,8 +119,7 @@ def weight_names(graph: onnx.GraphProto, n_layer: int) -> dict[str, str]:
             raise ValueError(f"MatMul {node.name} has no bias Add")
         linears.append((node.input[1], bias))
     if len(norms) != 2 * n_layer + 1 or len(linears) != 4 * n_layer:
-        raise ValueError(f"found {len(norms)} LayerNorms and {len(linears)} linear layers, "
-                         f"expected {2 * n_layer + 1} and {4 * n_layer}")
+        raise ValueError(f"found {len(norms)} LayerNorms and {len(linears)} linear layers, expected {2 * n_layer + 1} and {4 * n_layer}")
     for i in range(n_layer):
         for k, ln in enumerate(("ln_1", "ln_2")):
             names[f"blocks.{i}.{ln}.weight"], names[f"blocks.{i}.{ln}.bias"] = norms[2 * i + k]
@@ -141,8 +150,7 @@ class Weights:
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """The weights under ``gpt2.GPT2``'s state-dict names (``lm_head`` tied to ``wte``)."""
-        state = {"wte.weight": self.wte, "wpe.weight": self.wpe, "ln_f.weight": self.ln_f["weight"],
-                 "ln_f.bias": self.ln_f["bias"], "lm_head.weight": self.wte}
+        state = {"wte.weight": self.wte, "wpe.weight": self.wpe, "ln_f.weight": self.ln_f["weight"], "ln_f.bias": self.ln_f["bias"], "lm_head.weight": self.wte}
         for i, block in enumerate(self.blocks):
             state |= {f"blocks.{i}.{name}": value for name, value in block.items()}
         return state
@@ -189,8 +197,7 @@ def weight_layout(variant_graph: Path, n_layer: int) -> dict:
         ValueError: If the graph does not have the expected structure.
     """
     if not variant_graph.is_file():
-        return {"variant": None, "missing": f"the model was exported without its {WEIGHTS_VARIANT} variant, "
-                                             "whose files the figures read their weights from"}
+        return {"variant": None, "missing": f"the model was exported without its {WEIGHTS_VARIANT} variant, whose files the figures read their weights from"}
     graph = onnx.load(str(variant_graph), load_external_data=False).graph
     try:
         names = weight_names(graph, n_layer)
@@ -273,8 +280,7 @@ def parity_logits(reference: Path, variants: dict[str, Path], config: GPT2Config
     return out
 
 
-def write_tables(out: Path, reference: Path, weights_graph: Path, variants: dict[str, Path], config: dict,
-                 name: str) -> list[Path]:
+def write_tables(out: Path, reference: Path, weights_graph: Path, variants: dict[str, Path], config: dict, name: str) -> list[Path]:
     """Writes the pipeline index and parity logits of one model into ``out`` (emptied first).
 
     Args:
@@ -310,10 +316,15 @@ def write_tables(out: Path, reference: Path, weights_graph: Path, variants: dict
             path.parent.mkdir(exist_ok=True)
             path.write_bytes(data)
             files.append(path)
-            parity["logits"].append({"source": source, "path": parity_name(source), "bytes": len(data),
-                                     "sha256": hashlib.sha256(data).hexdigest()})
-    index = {"format": TABLES_FORMAT, "model": name, "config": {key: config[key] for key in CONFIG_KEYS},
-             "source": reference.name, "weights": layout, "parity": parity}
+            parity["logits"].append({"source": source, "path": parity_name(source), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+    index = {
+        "format": TABLES_FORMAT,
+        "model": name,
+        "config": {key: config[key] for key in CONFIG_KEYS},
+        "source": reference.name,
+        "weights": layout,
+        "parity": parity,
+    }
     (out / TABLES_INDEX).write_text(json.dumps(index, indent=1), encoding="utf-8")
     return [out / TABLES_INDEX, *files]
 

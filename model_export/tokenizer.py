@@ -126,8 +126,7 @@ def write_tokenizer_files(source: TokenizerSource, out_dir: str | Path) -> dict[
         notice = template.replace("{origin}", source.origin)
     else:
         notice = (
-            f"vocab.json and merges.txt were copied unchanged from {source.origin}.\n"
-            "They are not OpenAI's GPT-2 files; see that source for their license.\n"
+            f"vocab.json and merges.txt were copied unchanged from {source.origin}.\nThey are not OpenAI's GPT-2 files; see that source for their license.\n"
         )
     (out_dir / NOTICE_FILE).write_text(notice, encoding="utf-8")
     return {"vocab": out_dir / "vocab.json", "merges": out_dir / "merges.txt", "notice": out_dir / NOTICE_FILE}

@@ -93,20 +93,32 @@ class Tolerances:
         differences) and a meaningful perplexity.
         """
         if random_weights:
-            return cls(hf=1e-5, ort=1e-4, top1=0.99, tokens=0, variants={
-                "fp16": VariantTolerance(kl=1e-4, top1=0.9, top5=0.9, ppl_ratio=1.001, cache_kl=1e-4),
-                "q8": VariantTolerance(kl=5e-3, top1=0.5, top5=0.5, ppl_ratio=1.01, cache_kl=5e-3),
-                "q4": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
-                "q4x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
-                "q8x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
-            })
-        return cls(hf=1e-3, ort=1e-3, top1=0.99, tokens=0, variants={
-            "fp16": VariantTolerance(kl=2e-3, top1=0.97, top5=0.95, ppl_ratio=1.01, cache_kl=2e-3),
-            "q8": VariantTolerance(kl=0.1, top1=0.8, top5=0.8, ppl_ratio=1.1, cache_kl=0.05),
-            "q4": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
-            "q4x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
-            "q8x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
-        })
+            return cls(
+                hf=1e-5,
+                ort=1e-4,
+                top1=0.99,
+                tokens=0,
+                variants={
+                    "fp16": VariantTolerance(kl=1e-4, top1=0.9, top5=0.9, ppl_ratio=1.001, cache_kl=1e-4),
+                    "q8": VariantTolerance(kl=5e-3, top1=0.5, top5=0.5, ppl_ratio=1.01, cache_kl=5e-3),
+                    "q4": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
+                    "q4x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
+                    "q8x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
+                },
+            )
+        return cls(
+            hf=1e-3,
+            ort=1e-3,
+            top1=0.99,
+            tokens=0,
+            variants={
+                "fp16": VariantTolerance(kl=2e-3, top1=0.97, top5=0.95, ppl_ratio=1.01, cache_kl=2e-3),
+                "q8": VariantTolerance(kl=0.1, top1=0.8, top5=0.8, ppl_ratio=1.1, cache_kl=0.05),
+                "q4": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
+                "q4x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
+                "q8x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
+            },
+        )
 
     def override(self, key: str, value: float) -> Tolerances:
         """A copy with one bound changed.
@@ -126,9 +138,7 @@ class Tolerances:
         variant, metric = key.split(".", 1)
         metrics = [f.name for f in fields(VariantTolerance)]
         if variant not in self.variants or metric not in metrics:
-            raise ValueError(
-                f"unknown tolerance {key!r}; variants: {', '.join(self.variants)}; metrics: {', '.join(metrics)}"
-            )
+            raise ValueError(f"unknown tolerance {key!r}; variants: {', '.join(self.variants)}; metrics: {', '.join(metrics)}")
         variants = dict(self.variants)
         variants[variant] = replace(variants[variant], **{metric: value})
         return replace(self, variants=variants)
@@ -184,9 +194,7 @@ def max_abs_diff(a, b, where: np.ndarray | None = None) -> float:
     return float(diff.max()) if diff.size else 0.0
 
 
-def example_batch(
-    vocab_size: int, length: int = PROMPT_LEN, pad: int = PAD, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
+def example_batch(vocab_size: int, length: int = PROMPT_LEN, pad: int = PAD, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Two random sequences, the second left-padded by ``pad`` tokens.
 
     Returns:
@@ -325,9 +333,7 @@ def check_tied_embedding(onnx_path: str | Path, model: GPT2) -> CheckResult:
     return check("fp32 graph: extra copies of the tied embedding", abs(copies - 1), 0)
 
 
-def validate_reference(
-    model: GPT2, hf_model, onnx_path: str | Path, tolerances: Tolerances, progress=print
-) -> list[CheckResult]:
+def validate_reference(model: GPT2, hf_model, onnx_path: str | Path, tolerances: Tolerances, progress=print) -> list[CheckResult]:
     """Every check of our module and of the fp32 graph.
 
     Args:
@@ -451,9 +457,7 @@ def cached_logits(runner, tokens: list[int], steps: int) -> np.ndarray:
     return np.stack(rows)
 
 
-def compare_variant(
-    name: str, runner: OrtGPT2, reference: Distributions, tokens: list[int], tol: VariantTolerance
-) -> tuple[list[CheckResult], dict]:
+def compare_variant(name: str, runner: OrtGPT2, reference: Distributions, tokens: list[int], tol: VariantTolerance) -> tuple[list[CheckResult], dict]:
     """One variant against the fp32 graph's teacher-forced distributions.
 
     Args:
@@ -523,8 +527,7 @@ def weights_verdict(model: GPT2, tokens: list[int], preset: bool = False) -> dic
     uniform = math.log(model.config.vocab_size)
     share = entropy / uniform if uniform > 0 else 1.0
     flat = share >= FLAT_SHARE
-    measured = (f"mean next-token entropy on the {len(tokens)}-token validation text {entropy:.3g} nats, "
-                f"{share:.2%} of log(vocab_size) = {uniform:.3g}")
+    measured = f"mean next-token entropy on the {len(tokens)}-token validation text {entropy:.3g} nats, {share:.2%} of log(vocab_size) = {uniform:.3g}"
     if preset:
         reason = f"a preset, random by construction ({measured})"
     else:
@@ -557,8 +560,4 @@ def format_table(rows: list[CheckResult]) -> str:
 
 def failures(rows: list[CheckResult]) -> list[str]:
     """One sentence per failed row, naming the check and by how much it missed."""
-    return [
-        f"{r.name}: measured {format_value(r.measured)}, bound {bound_text(r)}"
-        for r in rows
-        if not r.passed
-    ]
+    return [f"{r.name}: measured {format_value(r.measured)}, bound {bound_text(r)}" for r in rows if not r.passed]

@@ -210,7 +210,7 @@ def check_config_file(path: Path) -> dict:
         raise SourceError(f"{path} is unreadable or not JSON: {err}") from err
     if not isinstance(config, dict) or config.get("model_type") != "gpt2":
         found = config.get("model_type") if isinstance(config, dict) else type(config).__name__
-        raise SourceError(f"{path}: model_type is {found!r}; this exporter handles GPT-2 checkpoints (\"gpt2\") only")
+        raise SourceError(f'{path}: model_type is {found!r}; this exporter handles GPT-2 checkpoints ("gpt2") only')
     return config
 
 

@@ -93,8 +93,7 @@ async function fetchFile(file, { signal, onBytes, watch }) {
     response = await fetch(file.url, { signal, cache: "no-store" });
   } catch (err) {
     if (signal.aborted) throw signal.reason;
-    throw new ModelFileError(`Could not download ${file.path}: ${err.message || err}. Check your connection and retry.`,
-      { kind: "network", path: file.path });
+    throw new ModelFileError(`Could not download ${file.path}: ${err.message || err}. Check your connection and retry.`, { kind: "network", path: file.path });
   }
   if (!response.ok) {
     const what = `${response.status} ${response.statusText || STATUS_TEXT[response.status] || ""}`.trim();
@@ -102,7 +101,8 @@ async function fetchFile(file, { signal, onBytes, watch }) {
       response.status === 404
         ? `Could not download ${file.path}: the server has no such file (HTTP ${what}). The site may be updating; retry in a moment.`
         : `Could not download ${file.path}: the server answered HTTP ${what}.`,
-      { kind: response.status === 404 ? "missing" : "http", path: file.path });
+      { kind: response.status === 404 ? "missing" : "http", path: file.path },
+    );
   }
   const bytes = new Uint8Array(file.bytes);
   let offset = 0;
@@ -113,8 +113,10 @@ async function fetchFile(file, { signal, onBytes, watch }) {
       if (done) break;
       watch();
       if (offset + value.length > bytes.length) {
-        throw new ModelFileError(`${file.path} is larger than the manifest says (${file.bytes.toLocaleString("en")} bytes): the download does not match this model.`,
-          { kind: "size", path: file.path });
+        throw new ModelFileError(
+          `${file.path} is larger than the manifest says (${file.bytes.toLocaleString("en")} bytes): the download does not match this model.`,
+          { kind: "size", path: file.path },
+        );
       }
       bytes.set(value, offset);
       offset += value.length;
@@ -124,12 +126,13 @@ async function fetchFile(file, { signal, onBytes, watch }) {
     reader.cancel().catch(() => {});
     if (signal.aborted) throw signal.reason;
     if (err instanceof ModelFileError) throw err;
-    throw new ModelFileError(`The download of ${file.path} broke off: ${err.message || err}. Retry to continue.`,
-      { kind: "network", path: file.path });
+    throw new ModelFileError(`The download of ${file.path} broke off: ${err.message || err}. Retry to continue.`, { kind: "network", path: file.path });
   }
   if (offset !== file.bytes) {
-    throw new ModelFileError(`${file.path} arrived truncated: ${offset.toLocaleString("en")} of ${file.bytes.toLocaleString("en")} bytes.`,
-      { kind: "truncated", path: file.path });
+    throw new ModelFileError(`${file.path} arrived truncated: ${offset.toLocaleString("en")} of ${file.bytes.toLocaleString("en")} bytes.`, {
+      kind: "truncated",
+      path: file.path,
+    });
   }
   if ((await sha256Hex(bytes)) !== file.sha256) {
     throw new ModelFileError(`${file.path} is corrupted: its sha256 does not match the manifest.`, { kind: "mismatch", path: file.path });
@@ -152,10 +155,18 @@ async function fetchFile(file, { signal, onBytes, watch }) {
  * @returns {Promise<{files: Map<string, Uint8Array>, fromCache: number, fromNetwork: number, storage: "cache"|"memory"}>}
  *   `fromCache` / `fromNetwork` count bytes
  */
-export async function fetchVerified(files, {
-  baseUrl, onProgress = () => {}, onNotice = () => {}, concurrency = 4,
-  stallNoticeMs = LIMITS.stallNoticeMs, stallTimeoutMs = LIMITS.stallTimeoutMs, useCache = true,
-} = {}) {
+export async function fetchVerified(
+  files,
+  {
+    baseUrl,
+    onProgress = () => {},
+    onNotice = () => {},
+    concurrency = 4,
+    stallNoticeMs = LIMITS.stallNoticeMs,
+    stallTimeoutMs = LIMITS.stallTimeoutMs,
+    useCache = true,
+  } = {},
+) {
   const entries = files.map((f) => {
     const url = new URL(f.path, baseUrl).href;
     return { ...f, url, key: cacheKey(url, f.sha256) };
@@ -210,18 +221,25 @@ export async function fetchVerified(files, {
       report(true);
     }
   };
-  const stallTimer = setInterval(() => {
-    const silent = Date.now() - silentSince;
-    if (silent >= stallTimeoutMs) {
-      const path = missing.find((f) => !out.has(f.path))?.path ?? "the model";
-      abort.abort(new ModelFileError(`The server stopped sending ${path}: nothing arrived for ${Math.round(silent / 1000)} s. Retry to continue the download.`,
-        { kind: "stalled", path }));
-    } else if (silent >= stallNoticeMs) {
-      const message = stallNotice(silent / 1000);
-      if (message !== warned) onProgress({ stage: "stalled", message, loaded, total }); // once a second
-      warned = message;
-    }
-  }, Math.max(50, Math.min(1000, stallNoticeMs / 4)));
+  const stallTimer = setInterval(
+    () => {
+      const silent = Date.now() - silentSince;
+      if (silent >= stallTimeoutMs) {
+        const path = missing.find((f) => !out.has(f.path))?.path ?? "the model";
+        abort.abort(
+          new ModelFileError(`The server stopped sending ${path}: nothing arrived for ${Math.round(silent / 1000)} s. Retry to continue the download.`, {
+            kind: "stalled",
+            path,
+          }),
+        );
+      } else if (silent >= stallNoticeMs) {
+        const message = stallNotice(silent / 1000);
+        if (message !== warned) onProgress({ stage: "stalled", message, loaded, total }); // once a second
+        warned = message;
+      }
+    },
+    Math.max(50, Math.min(1000, stallNoticeMs / 4)),
+  );
 
   const storeOne = async (file, bytes) => {
     if (!cache) return;
@@ -231,9 +249,11 @@ export async function fetchVerified(files, {
       cache = null;
       if (storage === "memory") return; // another file's store failed first and said so
       storage = "memory";
-      onNotice(err && err.name === "QuotaExceededError"
-        ? "Your browser has no room left to store the model (storage quota), so it stays in memory for this visit and downloads again next time."
-        : "Your browser would not store the model, so it stays in memory for this visit and downloads again next time.");
+      onNotice(
+        err && err.name === "QuotaExceededError"
+          ? "Your browser has no room left to store the model (storage quota), so it stays in memory for this visit and downloads again next time."
+          : "Your browser would not store the model, so it stays in memory for this visit and downloads again next time.",
+      );
     }
   };
 
@@ -254,10 +274,14 @@ export async function fetchVerified(files, {
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(concurrency, missing.length) }, worker).map((p) => p.catch((err) => {
-      if (!abort.signal.aborted) abort.abort(err);
-      throw err;
-    })));
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, missing.length) }, worker).map((p) =>
+        p.catch((err) => {
+          if (!abort.signal.aborted) abort.abort(err);
+          throw err;
+        }),
+      ),
+    );
   } catch {
     throw abort.signal.reason;
   } finally {

@@ -67,12 +67,18 @@ export function pythonFileLabel(file) {
 /** "could not be downloaded (HTTP 404)", "is damaged: it is not valid JSON", ... */
 function fileProblem({ kind, status, detail, seconds }) {
   switch (kind) {
-    case "http": return status ? `could not be downloaded (HTTP ${status})` : `could not be used: ${detail}`;
-    case "network": return "could not be downloaded (the connection failed)";
-    case "damaged": return `is damaged: ${detail || "it is not what the site published"}`;
-    case "stalled": return `stopped arriving: no data for ${Math.round(seconds)} s`;
-    case "worker": return "could not be loaded";
-    default: return detail ? `failed: ${detail}` : "failed";
+    case "http":
+      return status ? `could not be downloaded (HTTP ${status})` : `could not be used: ${detail}`;
+    case "network":
+      return "could not be downloaded (the connection failed)";
+    case "damaged":
+      return `is damaged: ${detail || "it is not what the site published"}`;
+    case "stalled":
+      return `stopped arriving: no data for ${Math.round(seconds)} s`;
+    case "worker":
+      return "could not be loaded";
+    default:
+      return detail ? `failed: ${detail}` : "failed";
   }
 }
 
@@ -96,10 +102,14 @@ export function pythonStartMessage(fault) {
  */
 export function dataFileMessage(what, { kind, status, field }) {
   switch (kind) {
-    case "http": return `${what} could not be downloaded (HTTP ${status}).`;
-    case "network": return `${what} could not be downloaded: the connection failed. Check your connection and retry.`;
-    case "json": return `${what} is damaged: ${DAMAGE.json}.`;
-    default: return `${what} is incomplete: it has no ${field}.`;
+    case "http":
+      return `${what} could not be downloaded (HTTP ${status}).`;
+    case "network":
+      return `${what} could not be downloaded: the connection failed. Check your connection and retry.`;
+    case "json":
+      return `${what} is damaged: ${DAMAGE.json}.`;
+    default:
+      return `${what} is incomplete: it has no ${field}.`;
   }
 }
 
@@ -117,14 +127,14 @@ export function workerMessage(which, detail) {
   if (which === "python") {
     return detail ? `Python stopped: its worker crashed (${detail}).` : pythonStartMessage({ kind: "worker", file: "python-worker.js" });
   }
-  return detail
-    ? `The model stopped: its worker crashed (${detail}).`
-    : "The model could not start: its worker script (model-worker.js) could not be loaded.";
+  return detail ? `The model stopped: its worker crashed (${detail}).` : "The model could not start: its worker script (model-worker.js) could not be loaded.";
 }
 
 /** The message when the GPU device under a WebGPU session is lost. */
 export function deviceLostMessage(reason) {
-  const why = String(reason || "").trim().replace(/\.+$/, "");
+  const why = String(reason || "")
+    .trim()
+    .replace(/\.+$/, "");
   return `The GPU stopped working for this page (WebGPU device lost${why ? `: ${why}` : ""}). Retry to start the model again.`;
 }
 
@@ -160,18 +170,22 @@ export function explain(error) {
   if (typeof error === "string") return error;
   const message = messageOf(error);
   switch (classify(error)) {
-    case "wasm": return "A WebAssembly file is damaged: it does not compile. Retry, or reload the page.";
+    case "wasm":
+      return "A WebAssembly file is damaged: it does not compile. Retry, or reload the page.";
     case "import": {
       const url = IMPORT_FAILED.exec(message)[1];
       return `A script${url ? ` (${fileName(url)})` : ""} could not be downloaded. Check your connection and retry.`;
     }
-    case "network": return "A file could not be downloaded: the connection failed. Check your connection and retry.";
-    case "json": return `A data file is damaged: ${DAMAGE.json}.`;
+    case "network":
+      return "A file could not be downloaded: the connection failed. Check your connection and retry.";
+    case "json":
+      return `A data file is damaged: ${DAMAGE.json}.`;
     case "http": {
       const [, status, url] = RAW_HTTP.exec(message);
       return `A file (${fileName(url)}) could not be downloaded (HTTP ${status}).`;
     }
-    default: return message || "Something went wrong.";
+    default:
+      return message || "Something went wrong.";
   }
 }
 
@@ -221,9 +235,12 @@ export const MEMORY_OFFERS = Object.freeze({
  */
 export function memoryMessage({ cause, deviceGB, budget, variant, need, fit, detail }) {
   const device = deviceGB === null ? "" : `This device reports ${deviceGB} GB of memory, of which a browser tab can count on about ${memoryAmount(budget)}`;
-  const first = cause === "allocation"
-    ? `The browser ran out of memory while loading the ${variant} model (${String(detail || "").replace(/[.\s]+$/, "").slice(0, 160)}); it needs about ${memoryAmount(need)}.${device ? ` ${device}.` : ""}`
-    : `${device}; the ${variant} model needs about ${memoryAmount(need)} while it loads, so loading it could stop this tab.`;
+  const first =
+    cause === "allocation"
+      ? `The browser ran out of memory while loading the ${variant} model (${String(detail || "")
+          .replace(/[.\s]+$/, "")
+          .slice(0, 160)}); it needs about ${memoryAmount(need)}.${device ? ` ${device}.` : ""}`
+      : `${device}; the ${variant} model needs about ${memoryAmount(need)} while it loads, so loading it could stop this tab.`;
   const offer = fit
     ? `The smaller ${fit.name} model needs about ${memoryAmount(fit.need)} and fits.`
     : `No ${cause === "allocation" ? "smaller " : ""}variant of this model fits; ${MEMORY_OFFERS.anyway} may work, or may stop this tab.`;

@@ -30,7 +30,8 @@ export function halfToFloatTable() {
     const exponent = (h >> 10) & 0x1f;
     const fraction = h & 0x3ff;
     let value;
-    if (exponent === 0) value = fraction * 2 ** -24; // subnormal
+    if (exponent === 0)
+      value = fraction * 2 ** -24; // subnormal
     else if (exponent === 31) value = fraction ? NaN : Infinity;
     else value = (1 + fraction / 1024) * 2 ** (exponent - 15);
     halfTable[h] = sign * value;

@@ -133,22 +133,24 @@ export function watchDownloads(base, { describe, stallNoticeMs, stallTimeoutMs, 
     }
     const signature = SIGNATURES[type];
     let seen = 0;
-    const body = response.body.pipeThrough(new TransformStream({
-      transform(chunk, controller) {
-        touch(id);
-        for (let i = 0; signature && seen < signature.length && i < chunk.length; i++, seen++) {
-          if (chunk[i] !== signature[seen]) fail({ kind: "damaged", file, detail: type === "wasm" ? DAMAGE.wasm : DAMAGE.zip });
-        }
-        if (!fault) controller.enqueue(chunk);
-      },
-      flush() {
-        active.delete(id);
-        return fault ? never() : undefined;
-      },
-      cancel() {
-        active.delete(id);
-      },
-    }));
+    const body = response.body.pipeThrough(
+      new TransformStream({
+        transform(chunk, controller) {
+          touch(id);
+          for (let i = 0; signature && seen < signature.length && i < chunk.length; i++, seen++) {
+            if (chunk[i] !== signature[seen]) fail({ kind: "damaged", file, detail: type === "wasm" ? DAMAGE.wasm : DAMAGE.zip });
+          }
+          if (!fault) controller.enqueue(chunk);
+        },
+        flush() {
+          active.delete(id);
+          return fault ? never() : undefined;
+        },
+        cancel() {
+          active.delete(id);
+        },
+      }),
+    );
     const out = new Response(body, init2);
     wrapped.set(out, file);
     return out;
@@ -162,28 +164,34 @@ export function watchDownloads(base, { describe, stallNoticeMs, stallTimeoutMs, 
         const response = await source;
         const file = wrapped.get(response) || fileName(response.url || "WebAssembly");
         const wrongType = /MIME type/i.test(String(err && err.message));
-        fail(wrongType ? { kind: "http", file, detail: "the server sent it with the wrong type (not application/wasm)" }
-          : { kind: "damaged", file, detail: DAMAGE.wasm });
+        fail(
+          wrongType
+            ? { kind: "http", file, detail: "the server sent it with the wrong type (not application/wasm)" }
+            : { kind: "damaged", file, detail: DAMAGE.wasm },
+        );
       }
       return never();
     }
   }
 
-  const timer = setInterval(() => {
-    if (fault) return;
-    let oldest = null;
-    for (const entry of active.values()) if (!oldest || entry.lastData < oldest.lastData) oldest = entry;
-    const silent = oldest ? Date.now() - oldest.lastData : 0;
-    if (oldest && silent >= stallTimeoutMs) {
-      fail({ kind: "stalled", file: oldest.file, seconds: silent / 1000 });
-    } else if (oldest && silent >= stallNoticeMs) {
-      stalled = true;
-      onStall(silent / 1000, oldest.file);
-    } else if (stalled) {
-      stalled = false;
-      onResume();
-    }
-  }, Math.max(50, Math.min(1000, stallNoticeMs / 4)));
+  const timer = setInterval(
+    () => {
+      if (fault) return;
+      let oldest = null;
+      for (const entry of active.values()) if (!oldest || entry.lastData < oldest.lastData) oldest = entry;
+      const silent = oldest ? Date.now() - oldest.lastData : 0;
+      if (oldest && silent >= stallTimeoutMs) {
+        fail({ kind: "stalled", file: oldest.file, seconds: silent / 1000 });
+      } else if (oldest && silent >= stallNoticeMs) {
+        stalled = true;
+        onStall(silent / 1000, oldest.file);
+      } else if (stalled) {
+        stalled = false;
+        onResume();
+      }
+    },
+    Math.max(50, Math.min(1000, stallNoticeMs / 4)),
+  );
 
   scope.fetch = watchedFetch;
   WebAssembly.instantiateStreaming = watchedInstantiate;

@@ -52,7 +52,13 @@ export function memoryProblem({ manifest, backend, deviceGB, variant, needs = []
   if (failure === undefined && found.need <= budget) return null;
   const fit = found.fit && { name: found.fit.variant.name, need: found.fit.need };
   const message = memoryMessage({
-    cause: failure === undefined ? "estimate" : "allocation", deviceGB, budget, variant: found.variant.name, need: found.need, fit, detail: failure,
+    cause: failure === undefined ? "estimate" : "allocation",
+    deviceGB,
+    budget,
+    variant: found.variant.name,
+    need: found.need,
+    fit,
+    detail: failure,
   });
   return { message, fit: fit ? fit.name : null };
 }

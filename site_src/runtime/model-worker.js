@@ -151,7 +151,10 @@ function expandedData(index, packed, files) {
   progress("expand", int8 ? "Turning the 4-bit weights into int8…" : "Expanding the 4-bit weights to float32…", { loaded: 0, total: 1 });
   let targets;
   try {
-    targets = (int8 ? requantWeights : expandWeights)(parsed, packed.map((f) => files.get(f.path)));
+    targets = (int8 ? requantWeights : expandWeights)(
+      parsed,
+      packed.map((f) => files.get(f.path)),
+    );
   } catch (err) {
     throw tagged(`The compact weights could not be expanded: ${err.message}`, "session");
   }
@@ -277,8 +280,14 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
   if (backend === "webgpu") watchDevice();
   const outputs = new Set(session.outputNames || variantOutputs(manifest, variant));
   model = {
-    session, config: manifest.config, backend, variant: variant.name, threads: backend === "wasm" ? threads : null,
-    outputs: [...outputs], presentNames, kvOnGpu: backend === "webgpu",
+    session,
+    config: manifest.config,
+    backend,
+    variant: variant.name,
+    threads: backend === "wasm" ? threads : null,
+    outputs: [...outputs],
+    presentNames,
+    kvOnGpu: backend === "webgpu",
   };
   const ready = performance.now();
   progress("ready", "Model ready");
@@ -331,14 +340,15 @@ function warmUp(steps) {
   const prompt = Math.min(WARMUP_PROMPT, Math.floor(config.n_positions / 2));
   let past = null;
   let position = 0;
-  const step = () => exclusive(async () => {
-    if (requestCount !== since || model?.session !== session) return false;
-    const ids = new Array(position === 0 ? prompt : 1).fill(config.eos_token_id);
-    const out = await session.run(feedsFor(ids, position, past), ["logits", ...presentNames]);
-    past = presentNames.map((name) => out[name]);
-    position += ids.length;
-    return position < prompt + steps && position < config.n_positions;
-  });
+  const step = () =>
+    exclusive(async () => {
+      if (requestCount !== since || model?.session !== session) return false;
+      const ids = new Array(position === 0 ? prompt : 1).fill(config.eos_token_id);
+      const out = await session.run(feedsFor(ids, position, past), ["logits", ...presentNames]);
+      past = presentNames.map((name) => out[name]);
+      position += ids.length;
+      return position < prompt + steps && position < config.n_positions;
+    });
   (async () => {
     while (await step()) await yieldToEvents();
   })().catch(() => {});
@@ -406,11 +416,17 @@ async function forward({ ids, attentions = false, hiddenStates = false, allPosit
   checkPrompt(ids, config);
   const fetchNames = ["logits"];
   const extra = {};
-  for (const [want, key] of [[attentions, "attentions"], [hiddenStates, "hiddenStates"]]) {
+  for (const [want, key] of [
+    [attentions, "attentions"],
+    [hiddenStates, "hiddenStates"],
+  ]) {
     if (!want) continue;
     const names = outputsWithPrefix(outputs, OPTIONAL_OUTPUTS[key]);
     if (names.length === 0) {
-      throw tagged(`The ${variant} variant of this model has no ${key === "attentions" ? "attention" : "hidden-state"} outputs; load a variant that has them.`, "outputs");
+      throw tagged(
+        `The ${variant} variant of this model has no ${key === "attentions" ? "attention" : "hidden-state"} outputs; load a variant that has them.`,
+        "outputs",
+      );
     }
     extra[key] = names;
     fetchNames.push(...names);
@@ -491,8 +507,14 @@ async function generate({ id, ids, options = {} }) {
         type: "token",
         target: id,
         token: {
-          index: n, id: pick.id, prob: seen.prob(pick.id), sampleProb: pick.sampleProb, candidates: pick.candidates,
-          top: seen.top, elapsedMs: now - started, tokensPerSecond: n > 0 ? n / ((now - firstTokenAt) / 1000) : null,
+          index: n,
+          id: pick.id,
+          prob: seen.prob(pick.id),
+          sampleProb: pick.sampleProb,
+          candidates: pick.candidates,
+          top: seen.top,
+          elapsedMs: now - started,
+          tokensPerSecond: n > 0 ? n / ((now - firstTokenAt) / 1000) : null,
         },
       });
       if (stopAtEos && pick.id === config.eos_token_id) {
@@ -551,7 +573,10 @@ self.onmessage = async ({ data }) => {
       id,
       // Untagged errors (e.g. onnxruntime-web's bundle not downloading) are retryable when errors.js says so.
       error: {
-        name: (err && err.name) || "Error", message: String((err && err.message) || err), kind: err && err.kind, retryable: isRetryable(err),
+        name: (err && err.name) || "Error",
+        message: String((err && err.message) || err),
+        kind: err && err.kind,
+        retryable: isRetryable(err),
         fit: err && err.fit,
       },
     });

@@ -80,7 +80,10 @@ class GenerationRun {
       const tail = this.decoder.flush();
       return { ...summary, tail, message: endMessage(summary) };
     });
-    this.result.then(() => this.finish(), (err) => this.finish(err));
+    this.result.then(
+      () => this.finish(),
+      (err) => this.finish(err),
+    );
   }
 
   push(raw) {
@@ -140,10 +143,14 @@ class GenerationRun {
 function endMessage({ reason, newTokens, contextLimit }) {
   const n = `${newTokens} new token${newTokens === 1 ? "" : "s"}`;
   switch (reason) {
-    case "stopped": return `Stopped after ${n}.`;
-    case "eos": return `The model wrote <|endoftext|> after ${n}: it considers the text finished.`;
-    case "context": return `Stopped at the context limit after ${n}: this model reads at most ${contextLimit} tokens, prompt included.`;
-    default: return `Done: ${n}.`;
+    case "stopped":
+      return `Stopped after ${n}.`;
+    case "eos":
+      return `The model wrote <|endoftext|> after ${n}: it considers the text finished.`;
+    case "context":
+      return `Stopped at the context limit after ${n}: this model reads at most ${contextLimit} tokens, prompt included.`;
+    default:
+      return `Done: ${n}.`;
   }
 }
 
@@ -310,7 +317,12 @@ async function knownModelName(name) {
   const models = (await readModelIndex())?.models ?? {};
   if (Object.hasOwn(models, name)) return name;
   const shown = String(name).length > 40 ? `${String(name).slice(0, 40)}…` : String(name);
-  throw new ModelError({ message: `This site has no model “${shown}”; the model must be one of ${Object.keys(models).map((n) => `“${n}”`).join(", ")}.`, kind: "missing" });
+  throw new ModelError({
+    message: `This site has no model “${shown}”; the model must be one of ${Object.keys(models)
+      .map((n) => `“${n}”`)
+      .join(", ")}.`,
+    kind: "missing",
+  });
 }
 
 /** Where "auto" runs, and the sentence that says why when it is not WebGPU. */
@@ -342,14 +354,22 @@ export async function bestBackend() {
  * @returns {Promise<ModelHandle>}
  */
 export async function loadModel({
-  model, backend = "auto", variant, threads, needs = [], onProgress = () => {}, onNotice = () => {}, download = {}, tuning,
+  model,
+  backend = "auto",
+  variant,
+  threads,
+  needs = [],
+  onProgress = () => {},
+  onNotice = () => {},
+  download = {},
+  tuning,
 } = {}) {
   const auto = backend === "auto" ? await autoBackend() : { backend, note: "" };
   const resolved = auto.backend;
   const name = model ? await knownModelName(model) : await defaultModelName();
   const asked = { name, backend: resolved, variant, needs };
   const choice = memoryChoice(asked); // after a memory error: the smaller variant, or "anyway"
-  variant = choice ? choice.variant ?? asked.variant : variant;
+  variant = choice ? (choice.variant ?? asked.variant) : variant;
   const memory = { check: !choice, deviceGB: deviceMemoryGB() };
   const key = JSON.stringify([name, resolved, variant || null, threads || null, [...needs].sort(), tuning || null]);
   let entry = loaded.get(key);
@@ -371,7 +391,15 @@ export async function loadModel({
   const { stallNoticeMs, stallTimeoutMs } = limits(download);
   entry.promise = (async () => {
     const { tokenizer: files, ...info } = await channel.call({
-      type: "load", manifestUrl, backend: resolved, fallback: backend === "auto", variant, threads, needs, tuning, memory,
+      type: "load",
+      manifestUrl,
+      backend: resolved,
+      fallback: backend === "auto",
+      variant,
+      threads,
+      needs,
+      tuning,
+      memory,
       download: { ...download, stallNoticeMs, stallTimeoutMs },
     }).promise;
     const tokenizer = new GPT2Tokenizer(JSON.parse(files.vocab), files.merges);

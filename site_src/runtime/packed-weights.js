@@ -35,13 +35,14 @@ export function openPacked(manifestUrl, variantName) {
       if (!index) throw new Error(`The ${variantName} variant has no weight index.`);
       const { files } = await fetchVerified([index], { baseUrl: manifestUrl });
       const parsed = JSON.parse(new TextDecoder().decode(files.get(index.path)));
-      checkIndex(parsed, packed.map((f) => ({ byteLength: f.bytes }))); // checkIndex reads only their lengths
+      checkIndex(
+        parsed,
+        packed.map((f) => ({ byteLength: f.bytes })),
+      ); // checkIndex reads only their lengths
       // Variants built from these same packed files (q8x from q4x's): a model running one of
       // them downloaded exactly these bytes.
       const paths = new Set(packed.map((f) => f.path));
-      const sharedBy = (manifest.variants || [])
-        .filter((v) => v.files.filter((f) => paths.has(f.path)).length === paths.size)
-        .map((v) => v.name);
+      const sharedBy = (manifest.variants || []).filter((v) => v.files.filter((f) => paths.has(f.path)).length === paths.size).map((v) => v.name);
       return new PackedVariant(manifestUrl, parsed, packed, sharedBy);
     })();
     promise.catch(() => opened.delete(key));
@@ -134,7 +135,8 @@ export class PackedVariant {
     const { block } = this.index;
     for (const chunk of this.chunksOf(name)) {
       const length = chunk.encoding === "q4" ? chunk.elements : chunk.bytes / 4;
-      const a = Math.max(first, chunk.first), b = Math.min(first + count, chunk.first + length);
+      const a = Math.max(first, chunk.first),
+        b = Math.min(first + count, chunk.first + length);
       if (a >= b) continue;
       const source = bytes.get(chunk);
       const into = out.subarray(a - first, b - first);

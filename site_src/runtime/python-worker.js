@@ -77,10 +77,13 @@ async function boot() {
   });
   let timer;
   const timeout = new Promise((_, reject) => {
-    timer = setInterval(() => {
-      if (watch.idleMs() < limits.pythonStartMs) return;
-      reject(new LoadError(pythonStartMessage({ kind: "timeout", seconds: limits.pythonStartMs / 1000 }), { kind: "timeout" }));
-    }, Math.min(1000, limits.pythonStartMs / 4));
+    timer = setInterval(
+      () => {
+        if (watch.idleMs() < limits.pythonStartMs) return;
+        reject(new LoadError(pythonStartMessage({ kind: "timeout", seconds: limits.pythonStartMs / 1000 }), { kind: "timeout" }));
+      },
+      Math.min(1000, limits.pythonStartMs / 4),
+    );
   });
   try {
     return await Promise.race([start(watch), watch.failed, timeout]);
@@ -160,14 +163,16 @@ self.onmessage = async ({ data }) => {
       if (runningCall) Atomics.store(runningCall, 0, 0);
       pyKwargs.destroy();
     }
-    const result = pyResult && typeof pyResult.toJs === "function"
-      ? pyResult.toJs({ dict_converter: Object.fromEntries, create_proxies: false })
-      : pyResult;
+    const result = pyResult && typeof pyResult.toJs === "function" ? pyResult.toJs({ dict_converter: Object.fromEntries, create_proxies: false }) : pyResult;
     if (pyResult && typeof pyResult.destroy === "function") pyResult.destroy();
     self.postMessage({ id, result });
   } catch (err) {
-    const error = err === failed ? { type: "StartError", message: err.message, file: err.file }
-      : isInterrupt(err) ? { type: "KeyboardInterrupt", message: "interrupted" } : pythonError(err);
+    const error =
+      err === failed
+        ? { type: "StartError", message: err.message, file: err.file }
+        : isInterrupt(err)
+          ? { type: "KeyboardInterrupt", message: "interrupted" }
+          : pythonError(err);
     self.postMessage({ id, error });
   }
 };

@@ -108,9 +108,11 @@ function startWorker() {
   const current = (worker = createModuleWorker(new URL("./python-worker.js", import.meta.url)));
   startFailed = false;
   startSettled?.(); // a replaced worker's start is over
-  trackStart(new Promise((resolve) => {
-    startSettled = resolve;
-  }));
+  trackStart(
+    new Promise((resolve) => {
+      startSettled = resolve;
+    }),
+  );
   current.postMessage({ type: "limits", limits: limits() });
   interrupt = null;
   if (interruptMode() === "interrupt") {

@@ -53,9 +53,13 @@ export function whenQuiet(quietMs = QUIET_MS) {
 }
 
 if (typeof window !== "undefined") {
-  window.addEventListener("load", () => {
-    lastChange = performance.now();
-  }, { once: true });
+  window.addEventListener(
+    "load",
+    () => {
+      lastChange = performance.now();
+    },
+    { once: true },
+  );
   // sw-register.js is a classic script that runs before any module: it finds this here.
   window.txWhenQuiet = whenQuiet;
 }

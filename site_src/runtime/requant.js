@@ -26,7 +26,13 @@ export function checkRequantIndex(index, pieces) {
   checkChunks(index, pieces);
   for (const m of index.matrices || []) {
     const elements = m.parts.reduce((sum, p) => sum + p.elements, 0);
-    if (!Number.isInteger(m.rows) || !Number.isInteger(m.cols) || elements !== m.rows * m.cols || m.cols % index.block || (m.per !== "matrix" && m.per !== "row")) {
+    if (
+      !Number.isInteger(m.rows) ||
+      !Number.isInteger(m.cols) ||
+      elements !== m.rows * m.cols ||
+      m.cols % index.block ||
+      (m.per !== "matrix" && m.per !== "row")
+    ) {
       throw new Error(`The int8 matrix ${m.tensor} does not match its 4-bit parts.`);
     }
     for (const p of m.parts) {
@@ -34,7 +40,10 @@ export function checkRequantIndex(index, pieces) {
         throw new Error(`A 4-bit part of ${m.tensor} runs past the end of its file.`);
       }
     }
-    for (const [where, bytes] of [[m.values, m.rows * m.cols], [m.scales, 4 * scaleCount(m)]]) {
+    for (const [where, bytes] of [
+      [m.values, m.rows * m.cols],
+      [m.scales, 4 * scaleCount(m)],
+    ]) {
       const target = index.targets[where[0]];
       if (!target || where[1] + bytes > target.bytes) throw new Error(`The int8 matrix ${m.tensor} runs past the end of its file.`);
     }
@@ -109,7 +118,8 @@ export function requantizeMatrix(m, pieces, block, codes, scales) {
   const tables = new Int8Array(perMatrix ? 65536 * 16 : 16); // per float16 scale: its 16 codes
   const known = new Uint8Array(65536);
   let o = 0; // the next code to write
-  for (const p of m.parts) { // a plain loop: this one runs for every weight
+  for (const p of m.parts) {
+    // a plain loop: this one runs for every weight
     const source = pieces[p.piece].subarray(p.start, p.start + p.bytes);
     const scaleAt = p.elements / 2;
     for (let b = 0, c = 0; b < p.elements / block; b++, c += half) {
@@ -155,8 +165,13 @@ export function requantWeights(index, pieces, onProgress = () => {}) {
     const groups = scaleCount(m);
     const values = at(m.values);
     const scales = at(m.scales);
-    requantizeMatrix(m, pieces, index.block, new Int8Array(values.buffer, values.offset, m.rows * m.cols),
-      new Float32Array(scales.buffer, scales.offset, groups));
+    requantizeMatrix(
+      m,
+      pieces,
+      index.block,
+      new Int8Array(values.buffer, values.offset, m.rows * m.cols),
+      new Float32Array(scales.buffer, scales.offset, groups),
+    );
     done += m.rows * m.cols + 4 * groups;
     onProgress(done, total);
   }

@@ -64,15 +64,19 @@ export function kthLargest(values, k) {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     // Median of three as the pivot guards against sorted input.
-    const x = a[lo], y = a[mid], z = a[hi];
-    const pivot = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+    const x = a[lo];
+    const y = a[mid];
+    const z = a[hi];
+    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
     let i = lo;
     let j = hi;
     while (i <= j) {
       while (a[i] < pivot) i++;
       while (a[j] > pivot) j--;
       if (i <= j) {
-        const t = a[i]; a[i] = a[j]; a[j] = t;
+        const t = a[i];
+        a[i] = a[j];
+        a[j] = t;
         i++;
         j--;
       }

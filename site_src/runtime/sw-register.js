@@ -48,8 +48,14 @@
     if (controlledAtLoad || !worker) return;
     var urls = [];
     try {
-      urls = performance.getEntriesByType("resource").map(function (e) { return e.name; })
-        .filter(function (u) { return u.indexOf(root) === 0; });
+      urls = performance
+        .getEntriesByType("resource")
+        .map(function (e) {
+          return e.name;
+        })
+        .filter(function (u) {
+          return u.indexOf(root) === 0;
+        });
     } catch (e) {
       // no Resource Timing: the files are stored when next used
     }
@@ -58,18 +64,21 @@
   }
 
   function register() {
-    return sw.register(new URL(config.swFile, root).href, { scope: root }).then(function (registration) {
-      sw.addEventListener("controllerchange", function () {
-        if (!window.crossOriginIsolated) reloadOnce();
+    return sw
+      .register(new URL(config.swFile, root).href, { scope: root })
+      .then(function (registration) {
+        sw.addEventListener("controllerchange", function () {
+          if (!window.crossOriginIsolated) reloadOnce();
+        });
+        return sw.ready.then(function (ready) {
+          tell(ready.active);
+          if (!window.crossOriginIsolated && !controlledAtLoad && sw.controller) reloadOnce();
+          return registration;
+        });
+      })
+      .catch(function () {
+        // registration refused (private mode, blocked, storage off): the page works online
       });
-      return sw.ready.then(function (ready) {
-        tell(ready.active);
-        if (!window.crossOriginIsolated && !controlledAtLoad && sw.controller) reloadOnce();
-        return registration;
-      });
-    }).catch(function () {
-      // registration refused (private mode, blocked, storage off): the page works online
-    });
   }
 
   // A page the server isolates already (COOP/COEP headers) needs the worker only for its

@@ -108,9 +108,10 @@ self.addEventListener("fetch", (event) => {
   const key = keyOf(request.url);
   const path = new URL(key).pathname;
   if (triggers.has(key)) event.waitUntil(keepGroups(triggers.get(key)));
-  const answer = request.mode === "navigate" || NETWORK_FIRST.test(path) || request.cache === "no-cache" || request.cache === "no-store"
-    ? networkFirst(request, key)
-    : cacheFirst(request, key);
+  const answer =
+    request.mode === "navigate" || NETWORK_FIRST.test(path) || request.cache === "no-cache" || request.cache === "no-store"
+      ? networkFirst(request, key)
+      : cacheFirst(request, key);
   event.respondWith(answer.then(isolated));
 });
 
@@ -184,12 +185,14 @@ self.addEventListener("install", (event) => {
 });
 
 self.addEventListener("activate", (event) => {
-  event.waitUntil((async () => {
-    for (const name of await caches.keys()) {
-      if (name.startsWith(CONFIG.cachePrefix) && name !== CONFIG.cache) await caches.delete(name);
-    }
-    await self.clients.claim();
-  })());
+  event.waitUntil(
+    (async () => {
+      for (const name of await caches.keys()) {
+        if (name.startsWith(CONFIG.cachePrefix) && name !== CONFIG.cache) await caches.delete(name);
+      }
+      await self.clients.claim();
+    })(),
+  );
 });
 
 self.addEventListener("message", (event) => {
@@ -198,16 +201,25 @@ self.addEventListener("message", (event) => {
   const reply = (message) => port && port.postMessage(message);
   if (data.type === "fill") {
     let last = 0;
-    event.waitUntil(fill(groupUrls(data.groups || []), (loaded, total) => {
-      const now = Date.now();
-      if (now - last < 100 && loaded < total) return;
-      last = now;
-      reply({ type: "progress", loaded, total });
-    }).then(() => reply({ type: "done" }), (err) => reply({ type: "error", message: err.message || String(err) })));
+    event.waitUntil(
+      fill(groupUrls(data.groups || []), (loaded, total) => {
+        const now = Date.now();
+        if (now - last < 100 && loaded < total) return;
+        last = now;
+        reply({ type: "progress", loaded, total });
+      }).then(
+        () => reply({ type: "done" }),
+        (err) => reply({ type: "error", message: err.message || String(err) }),
+      ),
+    );
   } else if (data.type === "remember") {
     const urls = (data.urls || []).map(keyOf);
     const implied = [...new Set(urls.flatMap((url) => triggers.get(url) || []))];
-    event.waitUntil(fill(urls.filter((url) => known.has(url))).catch(() => {}).then(() => keepGroups(implied)));
+    event.waitUntil(
+      fill(urls.filter((url) => known.has(url)))
+        .catch(() => {})
+        .then(() => keepGroups(implied)),
+    );
   } else if (data.type === "version") {
     reply({ type: "version", version: CONFIG.version, cache: CONFIG.cache });
   }

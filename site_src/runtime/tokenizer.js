@@ -15,7 +15,7 @@
  */
 
 /** The special token GPT-2 uses for end of text (and as its only added token). */
-const END_OF_TEXT = '<|endoftext|>';
+const END_OF_TEXT = "<|endoftext|>";
 
 /**
  * GPT-2's pre-tokenization pattern: contractions, letter runs, digit runs,
@@ -32,13 +32,13 @@ const END_OF_TEXT = '<|endoftext|>';
 const PRETOKENIZE_PATTERN = new RegExp(
   [
     "'s|'t|'re|'ve|'m|'ll|'d",
-    ' ?\\p{L}+',
-    ' ?\\p{N}+',
-    ' ?[^\\p{White_Space}\\p{L}\\p{N}]+',
-    '\\p{White_Space}+(?!\\P{White_Space})',
-    '\\p{White_Space}+',
-  ].join('|'),
-  'gu',
+    " ?\\p{L}+",
+    " ?\\p{N}+",
+    " ?[^\\p{White_Space}\\p{L}\\p{N}]+",
+    "\\p{White_Space}+(?!\\P{White_Space})",
+    "\\p{White_Space}+",
+  ].join("|"),
+  "gu",
 );
 
 /** Default number of pre-tokenized words whose ids are remembered. */
@@ -51,8 +51,7 @@ const DEFAULT_CACHE_SIZE = 20000;
  * @returns {string[]} 256 single-character strings indexed by byte value.
  */
 function buildByteToChar() {
-  const isPrintable = (b) =>
-    (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  const isPrintable = (b) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   const table = new Array(256);
   let next = 0x100;
   for (let b = 0; b < 256; b++) {
@@ -68,7 +67,7 @@ const CHAR_TO_BYTE = new Map(BYTE_TO_CHAR.map((ch, b) => [ch, b]));
 
 const utf8Encoder = new TextEncoder();
 /** Non-streaming decoder; keeps a leading BOM, replaces invalid UTF-8 with U+FFFD. */
-const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+const utf8Decoder = new TextDecoder("utf-8", { ignoreBOM: true });
 
 /**
  * Parse merges.txt / vocab.bpe into a map from "left right" to rank (the
@@ -80,9 +79,9 @@ const utf8Decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 function parseMerges(mergesText) {
   const ranks = new Map();
   let rank = 0;
-  for (const rawLine of mergesText.split('\n')) {
+  for (const rawLine of mergesText.split("\n")) {
     const line = rawLine.trim();
-    if (line === '' || line.startsWith('#version')) continue;
+    if (line === "" || line.startsWith("#version")) continue;
     const parts = line.split(/\s+/);
     if (parts.length !== 2) throw new Error(`Malformed merge line: ${JSON.stringify(rawLine)}`);
     ranks.set(`${parts[0]} ${parts[1]}`, rank++);
@@ -92,7 +91,7 @@ function parseMerges(mergesText) {
 
 /** Escape a string for literal use inside a RegExp. */
 function escapeRegExp(s) {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
 /**
@@ -183,7 +182,7 @@ function utf8SequenceLength(bytes, i) {
 
 /** Format one byte as `<0xE2>`. */
 function hexByte(b) {
-  return `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
+  return `<0x${b.toString(16).toUpperCase().padStart(2, "0")}>`;
 }
 
 /** GPT-2 byte-level BPE tokenizer. */
@@ -222,9 +221,7 @@ export class GPT2Tokenizer {
 
     this.specialTokens = new Map();
     if (this.encoder.has(END_OF_TEXT)) this.specialTokens.set(END_OF_TEXT, this.encoder.get(END_OF_TEXT));
-    this.specialPattern = this.specialTokens.size
-      ? new RegExp([...this.specialTokens.keys()].map(escapeRegExp).join('|'), 'g')
-      : null;
+    this.specialPattern = this.specialTokens.size ? new RegExp([...this.specialTokens.keys()].map(escapeRegExp).join("|"), "g") : null;
 
     /** @type {Map<string, number[]>} pre-tokenized word -> ids */
     this.cache = new Map();
@@ -251,7 +248,7 @@ export class GPT2Tokenizer {
   encode(text) {
     const ids = [];
     for (const segment of this.splitOnSpecialTokens(text)) {
-      if (typeof segment === 'number') ids.push(segment);
+      if (typeof segment === "number") ids.push(segment);
       else this.encodeOrdinary(segment, ids);
     }
     return ids;
@@ -412,7 +409,7 @@ export class GPT2Tokenizer {
    * @returns {{push: (id: number) => string, flush: () => string}}
    */
   createDecoder() {
-    const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+    const utf8 = new TextDecoder("utf-8", { ignoreBOM: true });
     return {
       push: (id) => utf8.decode(this.tokenBytes(id), { stream: true }),
       flush: () => utf8.decode(),
@@ -427,7 +424,7 @@ export class GPT2Tokenizer {
    */
   tokenToString(id) {
     const bytes = this.tokenBytes(id);
-    let out = '';
+    let out = "";
     let i = 0;
     while (i < bytes.length) {
       const len = utf8SequenceLength(bytes, i);

@@ -65,8 +65,7 @@ export function withTuning(overrides = {}) {
   for (const [key, value] of Object.entries(overrides || {})) {
     if (!(key in TUNING)) throw new Error(`Unknown tuning option "${key}"; known: ${Object.keys(TUNING).join(", ")}.`);
     const expected = typeof TUNING[key];
-    const ok = CHOICES[key] ? CHOICES[key].includes(value)
-      : expected === "number" ? Number.isInteger(value) && value >= 0 : typeof value === expected;
+    const ok = CHOICES[key] ? CHOICES[key].includes(value) : expected === "number" ? Number.isInteger(value) && value >= 0 : typeof value === expected;
     if (!ok) throw new Error(`Tuning option "${key}" cannot be ${JSON.stringify(value)}.`);
     out[key] = value;
   }

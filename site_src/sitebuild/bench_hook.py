@@ -69,7 +69,7 @@ def number(value, digits: int = 1) -> str:
 
 
 def ranged(spread: dict, digits: int = 1) -> str:
-    """"median (min–max)" of a spread, or the median alone when the runs agree to the digit."""
+    """ "median (min–max)" of a spread, or the median alone when the runs agree to the digit."""
     low, mid, high = (number(spread[k], digits) for k in ("min", "median", "max"))
     return mid if low == high else f"{mid} ({low}–{high})"
 
@@ -94,16 +94,37 @@ def decode_table(report: dict) -> str:
             rows.append([label(r, report), str(r["threads"]), "–", f"failed: {r['error']}", "", "", "", "", "", "", ""])
             continue
         fp32 = r.get("native_fp32_tok_s")  # native fp32 on the same threads, same rounds
-        rows.append([
-            label(r, report), str(r["threads"]), f"{number(r['download_mb'], 0)} MB", ranged(r["decode_warm_tok_s_spread"]),
-            ranged(r["native_same_graph_tok_s_spread"]), number(r["warm_over_native_same_graph"], 2),
-            number(fp32) if fp32 else "–", number(r["decode_warm_tok_s"] / fp32, 2) if fp32 else "–",
-            number(r["first_generation_over_warm"], 2), ranged(r["first_token_after_cold_load_s"], 2),
-            ranged(r["peak_browser_memory_mb"], 0),
-        ])
-    return table(["form, settings", "threads", "download", "browser tok/s (warm)", "native tok/s, same graph",
-                  "browser / native", "native fp32 tok/s", "browser / native fp32", "first generation / warm",
-                  "first token after cold load, s", "peak memory, MB"], rows)
+        rows.append(
+            [
+                label(r, report),
+                str(r["threads"]),
+                f"{number(r['download_mb'], 0)} MB",
+                ranged(r["decode_warm_tok_s_spread"]),
+                ranged(r["native_same_graph_tok_s_spread"]),
+                number(r["warm_over_native_same_graph"], 2),
+                number(fp32) if fp32 else "–",
+                number(r["decode_warm_tok_s"] / fp32, 2) if fp32 else "–",
+                number(r["first_generation_over_warm"], 2),
+                ranged(r["first_token_after_cold_load_s"], 2),
+                ranged(r["peak_browser_memory_mb"], 0),
+            ]
+        )
+    return table(
+        [
+            "form, settings",
+            "threads",
+            "download",
+            "browser tok/s (warm)",
+            "native tok/s, same graph",
+            "browser / native",
+            "native fp32 tok/s",
+            "browser / native fp32",
+            "first generation / warm",
+            "first token after cold load, s",
+            "peak memory, MB",
+        ],
+        rows,
+    )
 
 
 def prefill_table(report: dict) -> str:
@@ -118,8 +139,7 @@ def prefill_table(report: dict) -> str:
                 continue
             cells += [ranged(r[f"prefill_{n}_ms"], 0), ranged(r[f"prefill_{n}_native_ms"], 0), number(r[f"prefill_{n}_over_native"], 2)]
         rows.append(cells)
-    return table(["form", "threads", "128 tokens, ms", "native, ms", "browser / native",
-                  "512 tokens, ms", "native, ms", "browser / native"], rows)
+    return table(["form", "threads", "128 tokens, ms", "native, ms", "browser / native", "512 tokens, ms", "native, ms", "browser / native"], rows)
 
 
 def context_table(report: dict) -> str:
@@ -127,21 +147,30 @@ def context_table(report: dict) -> str:
     for r in report["summary"]:
         if "error" in r or r["tuning"] != "site" or "decode_after_512_tok_s" not in r:
             continue
-        rows.append([label(r, report), str(r["threads"]), number(r["decode_warm_tok_s"]),
-                     ranged(r["decode_after_512_tok_s"]), ranged(r["decode_after_1000_tok_s"]),
-                     number(r["decode_after_1000_tok_s"]["median"] / r["decode_warm_tok_s"], 2),
-                     f"{number(median(r['decode_after_512_native_tok_s']))} / {number(median(r['decode_after_1000_native_tok_s']))}"])
+        rows.append(
+            [
+                label(r, report),
+                str(r["threads"]),
+                number(r["decode_warm_tok_s"]),
+                ranged(r["decode_after_512_tok_s"]),
+                ranged(r["decode_after_1000_tok_s"]),
+                number(r["decode_after_1000_tok_s"]["median"] / r["decode_warm_tok_s"], 2),
+                f"{number(median(r['decode_after_512_native_tok_s']))} / {number(median(r['decode_after_1000_native_tok_s']))}",
+            ]
+        )
     return table(["form", "threads", "tok/s after 32", "after 512", "after 1,000", "1,000 / 32", "native after 512 / 1,000"], rows)
 
 
 def setup_line(report: dict) -> str:
     m, v, s = report["machine"], report["versions"], report["setup"]
     load = f"{m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after"
-    return (f"*Measured by `bench/browser.py` on {report['date'][:10]}, commit `{(report.get('commit') or '?')[:12]}`: "
-            f"{report['model']['name']} ({report['model']['config']['n_layer']} layers, width {report['model']['config']['n_embd']}), "
-            f"{s['repeat']} interleaved rounds, prompt {s['prompt_tokens']} + {s['new_tokens']} greedy tokens; "
-            f"{m['cores']} cores, load average {load}; onnxruntime-web {v['onnxruntime_web']}, "
-            f"onnxruntime {v['onnxruntime_python']} natively; medians with (min–max) over the rounds.*")
+    return (
+        f"*Measured by `bench/browser.py` on {report['date'][:10]}, commit `{(report.get('commit') or '?')[:12]}`: "
+        f"{report['model']['name']} ({report['model']['config']['n_layer']} layers, width {report['model']['config']['n_embd']}), "
+        f"{s['repeat']} interleaved rounds, prompt {s['prompt_tokens']} + {s['new_tokens']} greedy tokens; "
+        f"{m['cores']} cores, load average {load}; onnxruntime-web {v['onnxruntime_web']}, "
+        f"onnxruntime {v['onnxruntime_python']} natively; medians with (min–max) over the rounds.*"
+    )
 
 
 PYTHON_ROWS = [  # (worker.json summary field, what it is, decimals)
@@ -180,9 +209,11 @@ def native_table(report: dict) -> str:
 
 def export_line(report: dict) -> str:
     d, m = report["decode"], report["machine"]
-    return (f"*Measured by `bench/export.py` on {report['when'][:10]}: {report['model']}, onnxruntime "
-            f"{report['versions'].get('onnxruntime', '?')} on the CPU ({m['cpus']} cores, "
-            f"{d['threads'] or 'onnxruntime’s default'} threads), prompt {d['prompt']} + {d['new_tokens']} greedy tokens.*")
+    return (
+        f"*Measured by `bench/export.py` on {report['when'][:10]}: {report['model']}, onnxruntime "
+        f"{report['versions'].get('onnxruntime', '?')} on the CPU ({m['cpus']} cores, "
+        f"{d['threads'] or 'onnxruntime’s default'} threads), prompt {d['prompt']} + {d['new_tokens']} greedy tokens.*"
+    )
 
 
 TABLES = {

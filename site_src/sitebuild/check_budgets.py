@@ -73,8 +73,7 @@ def measure(site: Path, max_file: int = PAGES_FILE_LIMIT, max_site: int = MAX_SI
         if rel.startswith("models/") and rel.count("/") >= 2:
             name = rel.split("/")[1]
             models[name] = models.get(name, 0) + size
-    problems = [f"{rel} is {mb(size)}: GitHub refuses files of {mb(max_file)} or more"
-                for rel, size in sorted(sizes) if size >= max_file]
+    problems = [f"{rel} is {mb(size)}: GitHub refuses files of {mb(max_file)} or more" for rel, size in sorted(sizes) if size >= max_file]
     if total >= max_site:
         problems.append(f"the site is {mb(total)}: GitHub Pages sites must stay under {mb(max_site)}")
     largest = sorted(sizes, key=lambda item: (-item[1], item[0]))[:LARGEST]

@@ -45,8 +45,9 @@ def install() -> None:
     if is_root and shutil.which("apt-get") and Path("/etc/debian_version").exists():
         print("Installing Debian's chromium for the browser tests (once)...", flush=True)
         subprocess.run(["apt-get", "update", "-qq"], check=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"], check=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"], check=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        )
     else:
         print("Downloading Playwright's Chromium for the browser tests (once)...", flush=True)
         subprocess.run([sys.executable, "-m", "playwright", "install", "chromium"], check=True)

@@ -53,23 +53,29 @@ def runtime_costs(model: str) -> list[dict]:
         raise PluginError("build/vendor is missing: run `make assets` (site_src/sitebuild/assets.py) first")
     with tempfile.TemporaryDirectory() as tmp:
         demos = build_demos_wheel(Path(tmp), project_version())
-        python_files = [pyodide / n for n in ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm",
-                                               "python_stdlib.zip", "pyodide-lock.json")]
+        python_files = [pyodide / n for n in ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")]
         python_files += sorted(pyodide.glob("numpy-*.whl")) + [demos]
-        python = {"what": "Python (Pyodide 0.27 with NumPy and the demos package)",
-                  "bytes": sum(p.stat().st_size for p in python_files),
-                  "gzip": sum(_gzip_size(p) for p in python_files)}
+        python = {
+            "what": "Python (Pyodide 0.27 with NumPy and the demos package)",
+            "bytes": sum(p.stat().st_size for p in python_files),
+            "gzip": sum(_gzip_size(p) for p in python_files),
+        }
     ort_files = sorted(p for p in ort.iterdir() if p.is_file())
-    rows = [python, {"what": "ONNX Runtime Web (WebAssembly and WebGPU)",
-                     "bytes": sum(p.stat().st_size for p in ort_files),
-                     "gzip": sum(_gzip_size(p) for p in ort_files)}]
+    rows = [
+        python,
+        {"what": "ONNX Runtime Web (WebAssembly and WebGPU)", "bytes": sum(p.stat().st_size for p in ort_files), "gzip": sum(_gzip_size(p) for p in ort_files)},
+    ]
     manifest_path = MODELS / model / MANIFEST
     if manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text())
         tokenizer = sum(manifest.get("tokenizer", {}).get(role, {}).get("bytes", 0) for role in ("vocab", "merges"))
-        rows.append({"what": "GPT-2 tokenizer files (vocab.json, merges.txt)", "bytes": tokenizer,
-                     "gzip": sum(_gzip_size(MODELS / model / manifest["tokenizer"][r]["path"])
-                                 for r in ("vocab", "merges") if r in manifest.get("tokenizer", {}))})
+        rows.append(
+            {
+                "what": "GPT-2 tokenizer files (vocab.json, merges.txt)",
+                "bytes": tokenizer,
+                "gzip": sum(_gzip_size(MODELS / model / manifest["tokenizer"][r]["path"]) for r in ("vocab", "merges") if r in manifest.get("tokenizer", {})),
+            }
+        )
         seen = set()
         for backend, label in (("wasm", "WebAssembly"), ("webgpu", "WebGPU")):
             variant = choose_variant(manifest, backend)
@@ -77,11 +83,16 @@ def runtime_costs(model: str) -> list[dict]:
                 continue
             seen.add(variant["name"])
             size = sum(f["bytes"] for f in variant["files"])
-            rows.append({"what": f"Model “{manifest.get('name', model)}”, {variant['name']} weights "
-                                 f"(loaded on {label}"
-                                 + (" and WebGPU" if backend == "wasm" and choose_variant(manifest, "webgpu") is variant else "")
-                                 + f"; {len(variant['files'])} file{'s' if len(variant['files']) != 1 else ''})",
-                         "bytes": size, "gzip": None})
+            rows.append(
+                {
+                    "what": f"Model “{manifest.get('name', model)}”, {variant['name']} weights "
+                    f"(loaded on {label}"
+                    + (" and WebGPU" if backend == "wasm" and choose_variant(manifest, "webgpu") is variant else "")
+                    + f"; {len(variant['files'])} file{'s' if len(variant['files']) != 1 else ''})",
+                    "bytes": size,
+                    "gzip": None,
+                }
+            )
     return rows
 
 
@@ -91,6 +102,4 @@ def costs_markdown(model: str) -> str:
     for row in rows:
         gz = _mb(row["gzip"]) if row["gzip"] is not None else "about the same"
         lines.append(f"| {row['what']} | {_mb(row['bytes'])} | {gz} |")
-    return "\n".join(lines) + (
-        f"\n\n<small>Measured on the files of this build (model `{model}`).</small>\n"
-    )
+    return "\n".join(lines) + (f"\n\n<small>Measured on the files of this build (model `{model}`).</small>\n")

@@ -40,14 +40,16 @@ RESERVED_PARAMETERS = ("theme",)
 # How the embedding page writes this site's address in its snippets.
 SITE_PLACEHOLDER = "https://SITE"
 # Same inline icon as hooks.py, so the bare pages never request a missing favicon.
-FAVICON = ('<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 '
-           'viewBox=%220 0 16 16%22%3E%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">')
+FAVICON = (
+    '<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 '
+    'viewBox=%220 0 16 16%22%3E%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">'
+)
 
 _pages_by_tag: dict[str, dict] = {}
 
 
 def _without_boolean_note(description: str) -> str:
-    """"boolean attribute: start with ..." -> "start with ..." (the table says boolean itself)."""
+    """ "boolean attribute: start with ..." -> "start with ..." (the table says boolean itself)."""
     return re.sub(r"^(boolean attribute|present)\s*:\s*", "", description)
 
 
@@ -66,10 +68,13 @@ def catalog_markdown(widgets: list[Widget]) -> str:
                 groups[-1].append(a)
             else:
                 groups.append([a])
-        attrs = "<br>".join(
-            ", ".join(f"`{a.name}`" for a in group) + (" (boolean)" if group[0].boolean else "")
-            + f": {_cell(_without_boolean_note(group[0].description))}" for group in groups
-        ) or "none"
+        attrs = (
+            "<br>".join(
+                ", ".join(f"`{a.name}`" for a in group) + (" (boolean)" if group[0].boolean else "") + f": {_cell(_without_boolean_note(group[0].description))}"
+                for group in groups
+            )
+            or "none"
+        )
         page = f"[{w.page['title']}]({w.page['src']})" if w.page else ""
         tag = f'<code style="white-space: nowrap">&lt;{w.tag}&gt;</code>'
         lines.append(f"| {tag} | {_cell(w.summary)} | {needs[w.runtime]} | {attrs} | {page} |")
@@ -135,17 +140,20 @@ def frame_page(widget: Widget, site_name: str) -> str:
     else:
         link, credit = root, site_name
     return FRAME_PAGE.format(
-        tag=widget.tag, title=html.escape(widget.summary.rstrip(".")), site_name=html.escape(site_name),
-        favicon=FAVICON, root=root, api=API_VERSION, link=html.escape(link), credit=html.escape(credit),
+        tag=widget.tag,
+        title=html.escape(widget.summary.rstrip(".")),
+        site_name=html.escape(site_name),
+        favicon=FAVICON,
+        root=root,
+        api=API_VERSION,
+        link=html.escape(link),
+        credit=html.escape(credit),
     )
 
 
 def index_page(widgets: list[Widget], site_name: str) -> str:
-    items = "\n".join(
-        f'<li><a href="{w.name}/"><code>{w.name}/</code></a>: {html.escape(w.summary)}</li>' for w in widgets
-    )
-    return INDEX_PAGE.format(site_name=html.escape(site_name), favicon=FAVICON, api=API_VERSION, items=items,
-                             embed_page=EMBED_PAGE.removesuffix(".md") + "/")
+    items = "\n".join(f'<li><a href="{w.name}/"><code>{w.name}/</code></a>: {html.escape(w.summary)}</li>' for w in widgets)
+    return INDEX_PAGE.format(site_name=html.escape(site_name), favicon=FAVICON, api=API_VERSION, items=items, embed_page=EMBED_PAGE.removesuffix(".md") + "/")
 
 
 def catalog_module(widgets: list[Widget]) -> str:

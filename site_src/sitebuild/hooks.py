@@ -41,8 +41,10 @@ from sitebuild.paths import MODELS, NODE_MODULES, ROOT, SITE_SRC, VENDOR
 ORT_DIST = NODE_MODULES / "onnxruntime-web" / "dist"
 ORT_WASM_FILES = ("ort.wasm.min.mjs", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 BROWSER_DIRS = ("runtime", "widgets", "styles")
-FAVICON = ('<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 16 16%22%3E'
-           '%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">')
+FAVICON = (
+    '<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22 viewBox=%220 0 16 16%22%3E'
+    '%3Crect width=%2216%22 height=%2216%22 rx=%223%22 fill=%22%233f51b5%22/%3E%3C/svg%3E">'
+)
 
 
 def _require(path: Path, hint: str) -> Path:
@@ -59,13 +61,17 @@ def check_model(model_dir: Path, manifest: dict, name: str) -> None:
     """
     where = model_dir.relative_to(ROOT) if model_dir.is_relative_to(ROOT) else model_dir
     if not manifest.get("tables"):
-        raise PluginError(f"{where}/{TABLES_DIR}/ is missing: the pipeline figures' weight index and parity logits, "
-                          f"which `model-export` writes since its `tables` stage (an older build). Run "
-                          f"`make model MODEL={name}`, or add just them: `.venv/bin/model-export tables --out {where}`")
+        raise PluginError(
+            f"{where}/{TABLES_DIR}/ is missing: the pipeline figures' weight index and parity logits, "
+            f"which `model-export` writes since its `tables` stage (an older build). Run "
+            f"`make model MODEL={name}`, or add just them: `.venv/bin/model-export tables --out {where}`"
+        )
     missing = [f["path"] for f in listed_files(manifest) if not (model_dir / f["path"]).is_file()]
     if missing:
-        raise PluginError(f"{where} lacks {len(missing)} file(s) its {MANIFEST} lists ({', '.join(missing[:3])}"
-                          f"{', ...' if len(missing) > 3 else ''}): rebuild with `make model MODEL={name}`")
+        raise PluginError(
+            f"{where} lacks {len(missing)} file(s) its {MANIFEST} lists ({', '.join(missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''}): rebuild with `make model MODEL={name}`"
+        )
 
 
 def _copy_tree(src: Path, dst: Path) -> None:

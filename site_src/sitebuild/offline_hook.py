@@ -54,10 +54,8 @@ GENERATED = (SW_FILE, BUILD_MODULE)
 # the runtimes load in Web Workers, which may have started before it controlled the page.
 GROUPS = {
     "pages": ("Pages, search and styles", (), ()),
-    "python": ("Python runtime (Pyodide, NumPy, demos)", ("assets/vendor/pyodide/",),
-               ("assets/tx/runtime/python-worker.js",)),
-    "model-runtime": ("Model runtime (ONNX Runtime Web)", ("assets/vendor/ort/",),
-                      ("assets/tx/runtime/model-worker.js", "models/index.json")),
+    "python": ("Python runtime (Pyodide, NumPy, demos)", ("assets/vendor/pyodide/",), ("assets/tx/runtime/python-worker.js",)),
+    "model-runtime": ("Model runtime (ONNX Runtime Web)", ("assets/vendor/ort/",), ("assets/tx/runtime/model-worker.js", "models/index.json")),
     "model-data": ("Model data (tokenizer, figures' index)", ("models/",), ()),
 }
 # Files that no group stores: source maps (only developer tools read them), the font
@@ -132,8 +130,7 @@ def offline_plan(site: Path) -> dict:
     files = site_files(site)
     version = build_version(files, SW_SOURCE.read_bytes())
     pass_through = model_weight_prefixes(site)
-    groups = {name: {"label": label, "files": [], "bytes": 0, "triggers": list(triggers)}
-              for name, (label, _, triggers) in GROUPS.items()}
+    groups = {name: {"label": label, "files": [], "bytes": 0, "triggers": list(triggers)} for name, (label, _, triggers) in GROUPS.items()}
     for rel, (size, _) in files.items():
         name = group_of(rel, pass_through)
         if name is not None:
@@ -158,8 +155,10 @@ def write_offline_files(site: Path, plan: dict) -> None:
     (site / SW_FILE).write_text(f"{header}self.TX_OFFLINE = {facts};\n{SW_SOURCE.read_text(encoding='utf-8')}", encoding="utf-8")
     (site / BUILD_MODULE).write_text(f"{header}export const OFFLINE = {facts};\n", encoding="utf-8")
     register = site / REGISTER_SCRIPT
-    register.write_text(f"{header}window.TX_OFFLINE = {{swFile: {json.dumps(SW_FILE)}, version: {json.dumps(plan['version'])}}};\n"
-                        + register.read_text(encoding="utf-8"), encoding="utf-8")
+    register.write_text(
+        f"{header}window.TX_OFFLINE = {{swFile: {json.dumps(SW_FILE)}, version: {json.dumps(plan['version'])}}};\n" + register.read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
 
 
 @event_priority(-100)  # after every other hook has written its files

@@ -65,8 +65,7 @@ def _find_definition(tree: ast.AST, qualname: str):
     return node
 
 
-def extract_snippet(path: str, qualname: str, start: str | None = None, end: str | None = None,
-                    root: Path = ROOT) -> Snippet:
+def extract_snippet(path: str, qualname: str, start: str | None = None, end: str | None = None, root: Path = ROOT) -> Snippet:
     """Finds the lines of a function or class, or a stretch inside it.
 
     Args:
@@ -103,7 +102,7 @@ def extract_snippet(path: str, qualname: str, start: str | None = None, end: str
         if stop is None:
             raise ValueError(f"code marker: no line of {qualname} in {path} after line {begin} contains {end!r}")
         first, last = begin, stop
-    text = "\n".join(lines[first - 1:last])
+    text = "\n".join(lines[first - 1 : last])
     return Snippet(path, qualname, first, last, _dedent(text))
 
 
@@ -147,4 +146,3 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         return expand_code_markers(markdown)
     except ValueError as err:
         raise PluginError(f"{page.file.src_path}: {err}") from err
-

@@ -69,8 +69,7 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-def make_server(directory: Path, port: int = 0, host: str = "127.0.0.1", coi: bool = True,
-                verbose: bool = False) -> http.server.ThreadingHTTPServer:
+def make_server(directory: Path, port: int = 0, host: str = "127.0.0.1", coi: bool = True, verbose: bool = False) -> http.server.ThreadingHTTPServer:
     """Create (not start) a threaded server for ``directory``; port 0 picks a free port."""
     handler_class = type("SiteHandler", (SiteHandler,), {"cross_origin_isolated": coi})
     handler = functools.partial(handler_class, directory=str(directory))
@@ -99,8 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     if not (args.directory / "index.html").exists():
         raise SystemExit(f"{args.directory}/index.html not found: build the site first (make site)")
     server = make_server(args.directory, args.port, args.host, coi=not args.no_coi, verbose=args.verbose)
-    print(f"Serving {args.directory}/ at http://{args.host}:{server.server_address[1]}/ "
-          f"(cross-origin isolated: {not args.no_coi}); Ctrl-C stops.", flush=True)
+    print(f"Serving {args.directory}/ at http://{args.host}:{server.server_address[1]}/ (cross-origin isolated: {not args.no_coi}); Ctrl-C stops.", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -140,15 +140,17 @@ def read_widgets(pages: dict[str, dict] | None = None, widgets_dir: Path = WIDGE
         lines = doc_comment(source)
         needs = runtime_of(path.resolve())
         runtime = "+".join(sorted(needs, key=["python", "model"].index)) or "none"
-        widgets.append(Widget(
-            tag=tag,
-            name=tag.removeprefix("tx-"),
-            module=f"../../widgets/{path.name}",
-            summary=summary_of(lines, tag),
-            runtime=runtime,
-            attributes=attributes_of(lines),
-            page=(pages or {}).get(tag),
-        ))
+        widgets.append(
+            Widget(
+                tag=tag,
+                name=tag.removeprefix("tx-"),
+                module=f"../../widgets/{path.name}",
+                summary=summary_of(lines, tag),
+                runtime=runtime,
+                attributes=attributes_of(lines),
+                page=(pages or {}).get(tag),
+            )
+        )
     return widgets
 
 

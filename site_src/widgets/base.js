@@ -127,17 +127,19 @@ export class TxElement extends HTMLElement {
   showActions(actions) {
     const box = this.$(".status .actions");
     if (!box || (box.hidden && actions.length === 0)) return;
-    box.replaceChildren(...actions.map(({ label, run }) => {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "action";
-      button.textContent = label;
-      button.addEventListener("click", () => {
-        this.showProgress("Starting…");
-        run();
-      });
-      return button;
-    }));
+    box.replaceChildren(
+      ...actions.map(({ label, run }) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = "action";
+        button.textContent = label;
+        button.addEventListener("click", () => {
+          this.showProgress("Starting…");
+          run();
+        });
+        return button;
+      }),
+    );
     box.hidden = actions.length === 0;
   }
 
@@ -157,7 +159,13 @@ export class TxElement extends HTMLElement {
  */
 function offeredActions(error, retry) {
   if (!retry || !Array.isArray(error?.offers)) return [];
-  return error.offers.map(({ label, accept }) => ({ label, run: () => { accept(); retry(); } }));
+  return error.offers.map(({ label, accept }) => ({
+    label,
+    run: () => {
+      accept();
+      retry();
+    },
+  }));
 }
 
 /** "12.3 MB"-style size. */

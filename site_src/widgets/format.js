@@ -11,7 +11,12 @@
 
 /** Bytes in binary units (TiB, GiB, MiB, KiB, two decimals; whole bytes below 1 KiB). */
 export function formatBinaryBytes(bytes) {
-  const units = [[2 ** 40, "TiB"], [2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
+  const units = [
+    [2 ** 40, "TiB"],
+    [2 ** 30, "GiB"],
+    [2 ** 20, "MiB"],
+    [2 ** 10, "KiB"],
+  ];
   const [scale, unit] = units.find(([s]) => bytes >= s) ?? [1, "B"];
   return `${(bytes / scale).toFixed(scale === 1 ? 0 : 2)} ${unit}`;
 }

@@ -57,7 +57,7 @@ export function describeRange({ min = -Infinity, max = Infinity, integer = false
 export function parseNumber(text, spec) {
   const value = readNumber(text);
   const { min = -Infinity, integer = false } = spec;
-  const max = integer ? Math.min(spec.max ?? Infinity, Number.MAX_SAFE_INTEGER) : spec.max ?? Infinity;
+  const max = integer ? Math.min(spec.max ?? Infinity, Number.MAX_SAFE_INTEGER) : (spec.max ?? Infinity);
   if (!Number.isFinite(value) || (integer && !Number.isInteger(value)) || value < min || value > max) {
     throw new InputError(`${spec.label} must be ${describeRange({ ...spec, max: spec.max ?? Infinity })}.`, spec.name ?? null);
   }

@@ -49,7 +49,8 @@ export class TxLab extends TxElement {
     this.unsubscribe = followPython(this);
     try {
       this.setup();
-    } catch (err) { // e.g. an attribute the widget cannot work with
+    } catch (err) {
+      // e.g. an attribute the widget cannot work with
       this.showError(err);
       return;
     }

@@ -91,7 +91,8 @@ class TxAttention extends TxLab {
     this.selectedHead = 0;
     const head = this.field("head");
     head.addEventListener("change", () => {
-      if (head.selectedIndex < 0) { // a script chose no head: keep the one shown
+      if (head.selectedIndex < 0) {
+        // a script chose no head: keep the one shown
         head.value = String(this.selectedHead);
         return;
       }
@@ -161,18 +162,23 @@ class TxAttention extends TxLab {
     const label = (i) => `${escapeHtml(tokens[i])}${tokens.indexOf(tokens[i]) !== i ? `<sub>${i + 1}</sub>` : ""}`;
     const pad = (i) => (isPad[i] ? " pad" : "");
     const header = `<div role="row" style="display:contents"><span role="columnheader"></span>${tokens
-      .map((_, j) => `<span role="columnheader" class="tok col${pad(j)}" data-token="${escapeHtml(tokens[j])}">${label(j)}</span>`).join("")}</div>`;
-    const rows = tokens.map((_, i) => {
-      const cells = tokens.map((_, j) => {
-        const w = weights[i][j];
-        const masked = !allowed[i][j];
-        const text = masked ? "masked" : w.toFixed(3);
-        return `<div role="gridcell" class="cell${masked ? " masked" : ""}" tabindex="${i === 0 && j === 0 ? 0 : -1}"
+      .map((_, j) => `<span role="columnheader" class="tok col${pad(j)}" data-token="${escapeHtml(tokens[j])}">${label(j)}</span>`)
+      .join("")}</div>`;
+    const rows = tokens
+      .map((_, i) => {
+        const cells = tokens
+          .map((_, j) => {
+            const w = weights[i][j];
+            const masked = !allowed[i][j];
+            const text = masked ? "masked" : w.toFixed(3);
+            return `<div role="gridcell" class="cell${masked ? " masked" : ""}" tabindex="${i === 0 && j === 0 ? 0 : -1}"
           data-row="${i}" data-col="${j}" data-weight="${w}" data-masked="${masked}" style="--w:${masked ? 0 : w}"
           aria-label="${escapeHtml(`${tokens[i]} → ${tokens[j]}: ${text}`)}"><span class="num">${masked ? "" : w.toFixed(2)}</span></div>`;
-      }).join("");
-      return `<div role="row" style="display:contents"><span role="rowheader" class="tok row${pad(i)}">${label(i)}</span>${cells}</div>`;
-    }).join("");
+          })
+          .join("");
+        return `<div role="row" style="display:contents"><span role="rowheader" class="tok row${pad(i)}">${label(i)}</span>${cells}</div>`;
+      })
+      .join("");
     grid.innerHTML = header + rows;
   }
 
@@ -183,9 +189,10 @@ class TxAttention extends TxLab {
     const i = Number(cell.dataset.row);
     const j = Number(cell.dataset.col);
     const w = Number(cell.dataset.weight);
-    this.$(".readout").textContent = cell.dataset.masked === "true"
-      ? `“${tokens[i]}” (query ${i + 1}) may not look at “${tokens[j]}” (key ${j + 1}): masked, weight 0.`
-      : `“${tokens[i]}” (query ${i + 1}) gives “${tokens[j]}” (key ${j + 1}) weight ${w.toFixed(4)} (${(100 * w).toFixed(1)}% of its attention).`;
+    this.$(".readout").textContent =
+      cell.dataset.masked === "true"
+        ? `“${tokens[i]}” (query ${i + 1}) may not look at “${tokens[j]}” (key ${j + 1}): masked, weight 0.`
+        : `“${tokens[i]}” (query ${i + 1}) gives “${tokens[j]}” (key ${j + 1}) weight ${w.toFixed(4)} (${(100 * w).toFixed(1)}% of its attention).`;
   }
 
   /** Arrow keys, Home and End move the focus between cells (one tab stop for the grid). */

@@ -53,7 +53,9 @@ function loadMerges() {
     const manifest = await (await fetchOk(new URL("manifest.json", base))).json();
     return (await fetchOk(new URL(manifest.tokenizer.merges.path, base))).text();
   })();
-  mergesText.catch(() => { mergesText = null; }); // a failed download can be retried
+  mergesText.catch(() => {
+    mergesText = null;
+  }); // a failed download can be retried
   return mergesText;
 }
 
@@ -80,8 +82,12 @@ class TxBpe extends TxLab {
   }
 
   setup() {
-    this.wire({ word: this.getAttribute("word") ?? "unbelievable", corpus: this.getAttribute("corpus") ?? CORPUS,
-      num_merges: this.getAttribute("merges") ?? "10", space: this.field("space").checked });
+    this.wire({
+      word: this.getAttribute("word") ?? "unbelievable",
+      corpus: this.getAttribute("corpus") ?? CORPUS,
+      num_merges: this.getAttribute("merges") ?? "10",
+      space: this.field("space").checked,
+    });
   }
 
   request() {
@@ -113,21 +119,33 @@ class TxBpe extends TxLab {
 
   renderApplied(result) {
     this.dataset.tokens = JSON.stringify(result.tokens);
-    this.$(".applied").innerHTML = result.words.map((w) => `
+    this.$(".applied").innerHTML = result.words
+      .map(
+        (w) => `
       <div class="word-head">${escapeHtml(w.word)}: ${w.steps.length} merge${w.steps.length === 1 ? "" : "s"},
         ${w.tokens.length} token${w.tokens.length === 1 ? "" : "s"}</div>
       <div class="steps">
         <span class="rank">start</span><span class="merge">bytes</span>${chips(w.initial)}
-        ${w.steps.map((s) => `<span class="rank" data-rank="${s.rank}" data-symbols="${escapeHtml(JSON.stringify(s.symbols))}">rank ${s.rank.toLocaleString("en")}</span>
-          <span class="merge">${escapeHtml(s.pair[0])} + ${escapeHtml(s.pair[1])}</span>${chips(s.symbols, s.pair[0] + s.pair[1])}`).join("")}
-      </div>`).join("");
+        ${w.steps
+          .map(
+            (s) => `<span class="rank" data-rank="${s.rank}" data-symbols="${escapeHtml(JSON.stringify(s.symbols))}">rank ${s.rank.toLocaleString("en")}</span>
+          <span class="merge">${escapeHtml(s.pair[0])} + ${escapeHtml(s.pair[1])}</span>${chips(s.symbols, s.pair[0] + s.pair[1])}`,
+          )
+          .join("")}
+      </div>`,
+      )
+      .join("");
   }
 
   renderTrained(result) {
-    this.$(".learned").innerHTML = result.steps.map((s, i) => `
+    this.$(".learned").innerHTML = result.steps
+      .map(
+        (s, i) => `
       <tr data-pair="${escapeHtml(JSON.stringify(s.pair))}" data-count="${s.count}" data-ties="${s.ties}">
         <td class="num">${i + 1}</td><td>${chips(s.pair)}</td><td>${chips([s.token])}</td>
-        <td class="num">${s.count}</td><td class="num">${s.ties ? `${s.ties} other${s.ties === 1 ? "" : "s"}` : "–"}</td></tr>`).join("");
+        <td class="num">${s.count}</td><td class="num">${s.ties ? `${s.ties} other${s.ties === 1 ? "" : "s"}` : "–"}</td></tr>`,
+      )
+      .join("");
     this.$(".segmented").innerHTML = result.words.map((w) => `<span title="${w.count}× in the corpus">${chips(w.tokens)}</span>`).join("");
   }
 }

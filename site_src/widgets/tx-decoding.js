@@ -193,45 +193,62 @@ class TxDecoding extends TxLab {
   }
 
   beamSteps(steps) {
-    return `<div class="steps" tabindex="0" role="group" aria-label="Beam search candidates, one column per step">${steps.map((candidates, k) => {
-      const shown = candidates.filter((c, i) => c.kept || i < SHOWN_PER_STEP);
-      const hidden = candidates.length - shown.length;
-      return `<section class="step" aria-label="Step ${k + 1}"><h4>Step ${k + 1}</h4><ol>${shown.map((c) => {
-        const last = c.tokens[c.tokens.length - 1];
-        const prefix = c.tokens.slice(0, -1).join(" ");
-        const status = c.kept ? (c.new ? "✓ kept" : "✓ kept (finished)") : "✗ pruned";
-        return `<li class="cand ${c.kept ? "kept" : "pruned"}" data-tokens="${escapeHtml(JSON.stringify(c.tokens))}"
+    return `<div class="steps" tabindex="0" role="group" aria-label="Beam search candidates, one column per step">${steps
+      .map((candidates, k) => {
+        const shown = candidates.filter((c, i) => c.kept || i < SHOWN_PER_STEP);
+        const hidden = candidates.length - shown.length;
+        return `<section class="step" aria-label="Step ${k + 1}"><h4>Step ${k + 1}</h4><ol>${shown
+          .map((c) => {
+            const last = c.tokens[c.tokens.length - 1];
+            const prefix = c.tokens.slice(0, -1).join(" ");
+            const status = c.kept ? (c.new ? "✓ kept" : "✓ kept (finished)") : "✗ pruned";
+            return `<li class="cand ${c.kept ? "kept" : "pruned"}" data-tokens="${escapeHtml(JSON.stringify(c.tokens))}"
                   data-prob="${c.prob}" data-score="${c.score}" data-kept="${c.kept}">
             <span class="words">${escapeHtml(prefix)} <span class="last">${escapeHtml(last)}</span></span>
             <span class="p">${fmtProb(c.prob)}</span><span class="tag">${status}</span></li>`;
-      }).join("")}</ol>${hidden > 0 ? `<p class="more">+ ${hidden} more pruned</p>` : ""}</section>`;
-    }).join("")}</div>`;
+          })
+          .join("")}</ol>${hidden > 0 ? `<p class="more">+ ${hidden} more pruned</p>` : ""}</section>`;
+      })
+      .join("")}</div>`;
   }
 
   greedySteps(result) {
     const tokens = this.model ? this.model.tokens : [];
-    return `<div class="steps" tabindex="0" role="group" aria-label="Greedy choices, one column per step">${result.steps.map((s, k) => {
-      const options = s.probs.map((p, i) => ({ p, w: tokens[i] })).filter((o) => o.p > 0).sort((a, b) => b.p - a.p);
-      return `<section class="step" aria-label="Step ${k + 1}"><h4>Step ${k + 1}: after “${escapeHtml(s.context)}”</h4><ol>${options.map((o) =>
-        `<li class="cand ${o.w === s.choice ? "kept" : "pruned"}" data-word="${escapeHtml(o.w)}" data-prob="${o.p}" data-kept="${o.w === s.choice}">
+    return `<div class="steps" tabindex="0" role="group" aria-label="Greedy choices, one column per step">${result.steps
+      .map((s, k) => {
+        const options = s.probs
+          .map((p, i) => ({ p, w: tokens[i] }))
+          .filter((o) => o.p > 0)
+          .sort((a, b) => b.p - a.p);
+        return `<section class="step" aria-label="Step ${k + 1}"><h4>Step ${k + 1}: after “${escapeHtml(s.context)}”</h4><ol>${options
+          .map(
+            (o) =>
+              `<li class="cand ${o.w === s.choice ? "kept" : "pruned"}" data-word="${escapeHtml(o.w)}" data-prob="${o.p}" data-kept="${o.w === s.choice}">
           <span class="words">${escapeHtml(o.w)}</span><span class="p">${fmtProb(o.p)}</span>
-          <span class="tag">${o.w === s.choice ? "✓ chosen" : "not chosen"}</span></li>`).join("")}</ol></section>`;
-    }).join("")}</div>`;
+          <span class="tag">${o.w === s.choice ? "✓ chosen" : "not chosen"}</span></li>`,
+          )
+          .join("")}</ol></section>`;
+      })
+      .join("")}</div>`;
   }
 
   sampleTable(result, n) {
-    return `<table class="samples scroll"><thead><tr><th>sequence</th><th class="num">times drawn</th><th class="num">model probability</th></tr></thead><tbody>${
-      result.distinct.map((s) => `<tr data-tokens="${escapeHtml(JSON.stringify(s.tokens))}" data-count="${s.count}" data-prob="${s.prob}">
-        <td class="seq">${words(s.tokens)}</td><td class="num">${s.count} of ${n}</td><td class="num">${fmtProb(s.prob)}</td></tr>`).join("")
-    }</tbody></table>`;
+    return `<table class="samples scroll"><thead><tr><th>sequence</th><th class="num">times drawn</th><th class="num">model probability</th></tr></thead><tbody>${result.distinct
+      .map(
+        (s) => `<tr data-tokens="${escapeHtml(JSON.stringify(s.tokens))}" data-count="${s.count}" data-prob="${s.prob}">
+        <td class="seq">${words(s.tokens)}</td><td class="num">${s.count} of ${n}</td><td class="num">${fmtProb(s.prob)}</td></tr>`,
+      )
+      .join("")}</tbody></table>`;
   }
 
   renderModel(model) {
     this.model = model;
     const head = model.tokens.map((t) => `<th scope="col">${escapeHtml(t)}</th>`).join("");
-    const body = model.contexts.map((c, i) => `<tr><th scope="row">${escapeHtml(c)}</th>${model.table[i].map((p) =>
-      `<td>${p === 0 ? "·" : fmtProb(p)}</td>`).join("")}</tr>`).join("");
-    this.$(".model-table").innerHTML = `<table class="table-model scroll"><thead><tr><th>after ↓ / next →</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
+    const body = model.contexts
+      .map((c, i) => `<tr><th scope="row">${escapeHtml(c)}</th>${model.table[i].map((p) => `<td>${p === 0 ? "·" : fmtProb(p)}</td>`).join("")}</tr>`)
+      .join("");
+    this.$(".model-table").innerHTML =
+      `<table class="table-model scroll"><thead><tr><th>after ↓ / next →</th>${head}</tr></thead><tbody>${body}</tbody></table>`;
   }
 }
 

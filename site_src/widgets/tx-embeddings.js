@@ -36,15 +36,27 @@ function matrixSvg(words, matrix, kind) {
   const left = 52;
   const top = 44;
   const size = left + n * cell + 2;
-  const cells = matrix.map((row, i) => row.map((v, j) => `
+  const cells = matrix
+    .map((row, i) =>
+      row
+        .map(
+          (v, j) => `
     <g><rect x="${left + j * cell}" y="${top + i * cell}" width="${cell}" height="${cell}" fill="${divergingColour(v)}"
       stroke="var(--tx-border)" data-kind="${kind}" data-row="${i}" data-col="${j}" data-value="${v}">
       <title>cos(${words[i]}, ${words[j]}) = ${v.toFixed(4)}</title></rect>
     <text x="${left + j * cell + cell / 2}" y="${top + i * cell + cell / 2 + 3}" text-anchor="middle"
-      style="fill:${Math.abs(v) > 0.6 ? "#fff" : "#222"}">${v.toFixed(2)}</text></g>`).join("")).join("");
-  const labels = words.map((w, i) => `
+      style="fill:${Math.abs(v) > 0.6 ? "#fff" : "#222"}">${v.toFixed(2)}</text></g>`,
+        )
+        .join(""),
+    )
+    .join("");
+  const labels = words
+    .map(
+      (w, i) => `
     <text class="axis" x="${left - 4}" y="${top + i * cell + cell / 2 + 3}" text-anchor="end">${escapeHtml(w)}</text>
-    <text class="axis" transform="translate(${left + i * cell + cell / 2 + 3} ${top - 4}) rotate(-60)">${escapeHtml(w)}</text>`).join("");
+    <text class="axis" transform="translate(${left + i * cell + cell / 2 + 3} ${top - 4}) rotate(-60)">${escapeHtml(w)}</text>`,
+    )
+    .join("");
   return `<svg viewBox="0 0 ${size} ${top + n * cell + 2}" role="img"
     aria-label="Cosine similarity between the chosen words as ${kind === "one_hot" ? "one-hot" : "dense"} vectors">${labels}${cells}</svg>`;
 }
@@ -72,9 +84,20 @@ class TxEmbeddings extends TxLab {
     const { words } = await callDemo("embeddings", "vocabulary");
     const ticked = (this.getAttribute("words") ?? "king,queen,man,woman,apple").split(",").map((w) => w.trim());
     const [a, b, c] = (this.getAttribute("analogy") ?? "king,man,woman").split(",").map((w) => w.trim());
-    this.$(".words").insertAdjacentHTML("beforeend", words.map((w) => `
-      <label><input type="checkbox" name="word" value="${escapeHtml(w)}"${ticked.includes(w) ? " checked" : ""}> ${escapeHtml(w)}</label>`).join(""));
-    for (const [name, value] of [["a", a], ["b", b], ["c", c]]) {
+    this.$(".words").insertAdjacentHTML(
+      "beforeend",
+      words
+        .map(
+          (w) => `
+      <label><input type="checkbox" name="word" value="${escapeHtml(w)}"${ticked.includes(w) ? " checked" : ""}> ${escapeHtml(w)}</label>`,
+        )
+        .join(""),
+    );
+    for (const [name, value] of [
+      ["a", a],
+      ["b", b],
+      ["c", c],
+    ]) {
       const select = this.$(`select[name="${name}"]`);
       select.innerHTML = words.map((w) => `<option>${escapeHtml(w)}</option>`).join("");
       select.value = value ?? ""; // a word the vocabulary lacks leaves it empty: request() says so
@@ -103,9 +126,13 @@ class TxEmbeddings extends TxLab {
     }
     this.$(".best").textContent = analogy.best;
     this.$(".best").dataset.word = analogy.best;
-    this.$(".ranking").innerHTML = analogy.ranking.map((r, i) => `
+    this.$(".ranking").innerHTML = analogy.ranking
+      .map(
+        (r, i) => `
       <tr class="${i === 0 ? "best" : ""}" data-word="${escapeHtml(r.word)}" data-cosine="${r.cosine}">
-        <td>${escapeHtml(r.word)}</td><td>${r.cosine.toFixed(4)}</td></tr>`).join("");
+        <td>${escapeHtml(r.word)}</td><td>${r.cosine.toFixed(4)}</td></tr>`,
+      )
+      .join("");
   }
 }
 

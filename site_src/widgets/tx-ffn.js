@@ -33,7 +33,7 @@ ${FIGURE_CSS}
 
 /** A line chart of several series over the same x values, with labelled axes. */
 function chart(x, series, { yLabel, label, extra = "" }) {
-  const W = 360, H = 200, L = 48, R = 8, T = 8, B = 30;
+  const [W, H, L, R, T, B] = [360, 200, 48, 8, 8, 30];
   const all = series.flatMap((s) => s.y);
   let [lo, hi] = [Math.min(...all), Math.max(...all)];
   if (hi - lo < 1e-300) [lo, hi] = [lo - 1, hi + 1];
@@ -86,7 +86,11 @@ class TxFfn extends TxLab {
     if (!Number.isFinite(xMin) || !Number.isFinite(xMax)) throw new InputError("Both ends of the range must be numbers.");
     if (!(xMin < xMax)) throw new InputError("“x from” must be smaller than “x to”.", "x_min");
     const sizes = {};
-    for (const [name, label, max] of [["seq_len", "Tokens T", 1_000_000], ["d_model", "Width d", 100_000], ["expansion", "Expansion", 64]]) {
+    for (const [name, label, max] of [
+      ["seq_len", "Tokens T", 1_000_000],
+      ["d_model", "Width d", 100_000],
+      ["expansion", "Expansion", 64],
+    ]) {
       sizes[name] = parseInteger(raw(name), { label, min: 1, max });
     }
     return { x_min: xMin, x_max: xMax, num: POINTS, ...sizes };
@@ -94,28 +98,39 @@ class TxFfn extends TxLab {
 
   compute(request) {
     const { x_min, x_max, num, ...sizes } = request;
-    return Promise.all([
-      callDemo("ffn", "gelu_curves", { x_min, x_max, num }),
-      callDemo("ffn", "mlp_shapes", sizes),
-    ]);
+    return Promise.all([callDemo("ffn", "gelu_curves", { x_min, x_max, num }), callDemo("ffn", "mlp_shapes", sizes)]);
   }
 
   draw([c, shapes]) {
     this.dataset.maxDiff = String(c.max_abs_difference);
     this.dataset.atX = String(c.at_x);
-    this.$(".curves").innerHTML = chart(c.x, [{ y: c.exact, cls: "exact" }, { y: c.tanh, cls: "tanh" }],
-      { yLabel: "GELU(x)", label: `Exact and tanh GELU from ${c.x[0]} to ${c.x[c.x.length - 1]}; the curves overlap` });
+    this.$(".curves").innerHTML = chart(
+      c.x,
+      [
+        { y: c.exact, cls: "exact" },
+        { y: c.tanh, cls: "tanh" },
+      ],
+      { yLabel: "GELU(x)", label: `Exact and tanh GELU from ${c.x[0]} to ${c.x[c.x.length - 1]}; the curves overlap` },
+    );
     const peak = c.x.indexOf(c.at_x);
     this.$(".difference").innerHTML = chart(c.x, [{ y: c.difference, cls: "diff" }], {
       yLabel: "tanh − exact",
       label: `Largest gap ${c.max_abs_difference.toExponential(3)} at x = ${c.at_x}`,
-      extra: ({ px, py }) => c.x.map((v, i) => `<circle class="pt" cx="${px(v)}" cy="${py(c.difference[i])}" r="1.5"
-          data-x="${v}" data-diff="${c.difference[i]}"><title>x = ${v.toFixed(3)}: ${c.difference[i].toExponential(3)}</title></circle>`).join("")
-        + `<circle class="peak" cx="${px(c.at_x)}" cy="${py(c.difference[peak])}" r="3.5"></circle>`,
+      extra: ({ px, py }) =>
+        c.x
+          .map(
+            (v, i) => `<circle class="pt" cx="${px(v)}" cy="${py(c.difference[i])}" r="1.5"
+          data-x="${v}" data-diff="${c.difference[i]}"><title>x = ${v.toFixed(3)}: ${c.difference[i].toExponential(3)}</title></circle>`,
+          )
+          .join("") + `<circle class="peak" cx="${px(c.at_x)}" cy="${py(c.difference[peak])}" r="3.5"></circle>`,
     });
     this.$(".gap").textContent = `Largest |tanh − exact| on this grid: ${c.max_abs_difference.toExponential(3)} at x = ${c.at_x.toFixed(3)}.`;
-    this.$(".shapes").innerHTML = shapes.stages.map((s) => `
-      <tr data-shape="${s.shape.join(",")}"><td>${escapeHtml(s.name)}</td><td>(${s.shape.join(", ")})</td></tr>`).join("");
+    this.$(".shapes").innerHTML = shapes.stages
+      .map(
+        (s) => `
+      <tr data-shape="${s.shape.join(",")}"><td>${escapeHtml(s.name)}</td><td>(${s.shape.join(", ")})</td></tr>`,
+      )
+      .join("");
     const p = shapes.params;
     this.$(".params").innerHTML = `Parameters: ${p.fc.toLocaleString("en")} (expand) + ${p.proj.toLocaleString("en")} (project) =
       <strong data-params="${p.total}">${p.total.toLocaleString("en")}</strong>, weights and biases, hidden width ${shapes.d_ff.toLocaleString("en")}.`;

@@ -82,8 +82,10 @@ class TxFlash extends TxLab {
   }
 
   setup() {
-    this.wire({ tokens: this.getAttribute("tokens") ?? "8", block_k: this.getAttribute("block") ?? "3", row: "7",
-      causal: this.field("causal").checked, seed: "1" }, { run: () => this.update(true) });
+    this.wire(
+      { tokens: this.getAttribute("tokens") ?? "8", block_k: this.getAttribute("block") ?? "3", row: "7", causal: this.field("causal").checked, seed: "1" },
+      { run: () => this.update(true) },
+    );
     this.wire({ seq_len: "4096", d_head: "64", tile: this.field("tile").value, dtype: this.field("dtype").value }, { run: () => this.update(false) });
     this.field("step").addEventListener("input", () => this.show());
   }
@@ -100,12 +102,17 @@ class TxFlash extends TxLab {
     row.max = String(T - 1);
     this.field("block_k").max = String(T);
     const field = (name) => this.field(name).value;
-    const request = { tokens: T, block_k: Math.min(num("block_k"), T), row: Math.min(num("row"), T - 1), causal: this.field("causal").checked,
+    const request = {
+      tokens: T,
+      block_k: Math.min(num("block_k"), T),
+      row: Math.min(num("row"), T - 1),
+      causal: this.field("causal").checked,
       seed: parseInteger(field("seed"), { label: "The seed", min: 0, max: 2 ** 31 - 1 }),
       seq_len: parseInteger(field("seq_len"), { label: "The sequence length", min: 1, max: 1_000_000, unit: "tokens" }),
       d_head: parseInteger(field("d_head"), { label: "The head width", min: 1, max: 1024 }),
       tile: Number(parseSelect(this.field("tile"), { label: "The tile size" })),
-      dtype: parseSelect(this.field("dtype"), { label: "The precision" }) };
+      dtype: parseSelect(this.field("dtype"), { label: "The precision" }),
+    };
     if (request.tile > request.seq_len) throw new InputError("The tile size cannot exceed the sequence length.", "tile");
     return request;
   }
@@ -120,8 +127,14 @@ class TxFlash extends TxLab {
     this.qkv = { q: randomMatrix(T, D, 3 * seed), k: randomMatrix(T, D, 3 * seed + 1), v: randomMatrix(T, DV, 3 * seed + 2) };
     return Promise.all([
       callDemo("flash", "online_softmax_trace", { ...this.qkv, row: request.row, block_k: request.block_k, causal: request.causal }),
-      callDemo("flash", "memory_traffic", { seq_len: request.seq_len, d_head: request.d_head, block_q: request.tile,
-        block_k: request.tile, causal: request.causal, dtype: request.dtype }),
+      callDemo("flash", "memory_traffic", {
+        seq_len: request.seq_len,
+        d_head: request.d_head,
+        block_q: request.tile,
+        block_k: request.tile,
+        causal: request.causal,
+        dtype: request.dtype,
+      }),
     ]);
   }
 
@@ -151,10 +164,15 @@ class TxFlash extends TxLab {
       const start = j > 0 && j % this.blockK === 0 ? " tile-start" : "";
       return `<span class="key ${state}${start}" role="listitem" data-key="${j}">${tile < 0 ? "masked" : visible[j].toFixed(2)}<small>key ${j}</small></span>`;
     }).join("");
-    this.$(".steps").innerHTML = t.steps.slice(0, done).map((s, i) => `
+    this.$(".steps").innerHTML = t.steps
+      .slice(0, done)
+      .map(
+        (s, i) => `
       <tr class="${i === done - 1 ? "current" : ""}" data-step="${i}" data-max="${s.max_after}" data-rescale="${s.rescale}" data-sum="${s.sum_after}">
         <td>${i + 1}</td><td>${s.keys[0]}–${s.keys[1]}</td><td>${fmt(s.tile_max)}</td><td>${fmt(s.max_before)} → ${fmt(s.max_after)}</td>
-        <td>${i === 0 ? "— (nothing yet)" : fmt(s.rescale)}</td><td>${fmt(s.sum_after)}</td><td>${vec(s.output_after)}</td></tr>`).join("");
+        <td>${i === 0 ? "— (nothing yet)" : fmt(s.rescale)}</td><td>${fmt(s.sum_after)}</td><td>${vec(s.output_after)}</td></tr>`,
+      )
+      .join("");
     const last = t.steps[done - 1];
     const finished = done === t.steps.length;
     this.$(".result").innerHTML = finished
@@ -164,14 +182,22 @@ class TxFlash extends TxLab {
   }
 
   renderTraffic(r) {
-    const rows = [["naive", "plain (S and P in memory)", r.naive], ["tiled", "tiled (scores on chip)", r.tiled]];
+    const rows = [
+      ["naive", "plain (S and P in memory)", r.naive],
+      ["tiled", "tiled (scores on chip)", r.tiled],
+    ];
     const largest = Math.max(r.naive.total, r.tiled.total);
-    this.$(".traffic").innerHTML = rows.map(([key, label, m]) => `
+    this.$(".traffic").innerHTML = rows
+      .map(
+        ([key, label, m]) => `
       <div class="traffic-row" role="listitem" data-method="${key}" data-total="${m.total}" data-bytes="${m.bytes}" data-score-matrix="${m.score_matrix}">
         <span>${label}</span><span class="bar"><span style="width:${(100 * m.total) / largest}%"></span></span>
-        <span class="value">${(m.total / 1e6).toFixed(2)} M elements · ${formatBinaryBytes(m.bytes)}</span></div>`).join("");
-    this.$(".summary").textContent = `The plain version moves ${(r.naive.score_matrix / 1e6).toFixed(2)} M elements of the score matrix alone;`
-      + ` the tiled version moves none and ${r.ratio.toFixed(1)}× less in total, computing ${r.tiles.toLocaleString("en")} tiles.`;
+        <span class="value">${(m.total / 1e6).toFixed(2)} M elements · ${formatBinaryBytes(m.bytes)}</span></div>`,
+      )
+      .join("");
+    this.$(".summary").textContent =
+      `The plain version moves ${(r.naive.score_matrix / 1e6).toFixed(2)} M elements of the score matrix alone;` +
+      ` the tiled version moves none and ${r.ratio.toFixed(1)}× less in total, computing ${r.tiles.toLocaleString("en")} tiles.`;
   }
 }
 

@@ -194,9 +194,8 @@ class TxGenerate extends TxElement {
     const { backend, variant, threads, name, notices } = info;
     this.dataset.backend = backend;
     this.dataset.variant = variant;
-    this.$(".badge").textContent = backend === "webgpu"
-      ? `WebGPU · ${variant} · ${name}`
-      : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
+    this.$(".badge").textContent =
+      backend === "webgpu" ? `WebGPU · ${variant} · ${name}` : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
     const box = this.$(".notice");
     box.textContent = notices.join(" ");
     box.hidden = notices.length === 0;
@@ -211,14 +210,15 @@ class TxGenerate extends TxElement {
   readSettings(report = true) {
     const limits = this.model?.info.config ?? { n_positions: Infinity, vocab_size: Infinity };
     const checks = {
-      maxNewTokens: (v) => (Number.isInteger(v) && v >= 1 && v <= limits.n_positions ? null
-        : `Max new tokens must be a whole number from 1 to ${limits.n_positions}.`),
+      maxNewTokens: (v) =>
+        Number.isInteger(v) && v >= 1 && v <= limits.n_positions ? null : `Max new tokens must be a whole number from 1 to ${limits.n_positions}.`,
       temperature: (v) => (Number.isFinite(v) && v >= 0 && v <= 10 ? null : "Temperature must be a number from 0 (greedy) to 10."),
-      topK: (v) => (Number.isInteger(v) && v >= 0 && v <= limits.vocab_size ? null
-        : `Top-k must be a whole number from 0 (off) to ${limits.vocab_size}.`),
+      topK: (v) => (Number.isInteger(v) && v >= 0 && v <= limits.vocab_size ? null : `Top-k must be a whole number from 0 (off) to ${limits.vocab_size}.`),
       topP: (v) => (Number.isFinite(v) && v > 0 && v <= 1 ? null : "Top-p must be above 0 and at most 1 (1 = off)."),
-      seed: (v) => (v === null || (Number.isInteger(v) && v >= 0 && v <= MAX_SEED) ? null
-        : `The seed must be a whole number from 0 to ${MAX_SEED}, or empty for a random one.`),
+      seed: (v) =>
+        v === null || (Number.isInteger(v) && v >= 0 && v <= MAX_SEED)
+          ? null
+          : `The seed must be a whole number from 0 to ${MAX_SEED}, or empty for a random one.`,
     };
     const options = {};
     let problem = null;
@@ -312,8 +312,12 @@ class TxGenerate extends TxElement {
     const chosen = Number(span.dataset.id);
     const top = JSON.parse(span.dataset.top);
     const tokenizer = this.model.tokenizer;
-    const rows = top.map(({ id, prob }) => `<tr class="${id === chosen ? "chosen" : ""}">
-        <td>${id === chosen ? "✓" : ""}</td><td class="token">${escapeHtml(visible(tokenizer.tokenToString(id)))}</td><td>${formatProb(prob)}</td></tr>`).join("");
+    const rows = top
+      .map(
+        ({ id, prob }) => `<tr class="${id === chosen ? "chosen" : ""}">
+        <td>${id === chosen ? "✓" : ""}</td><td class="token">${escapeHtml(visible(tokenizer.tokenToString(id)))}</td><td>${formatProb(prob)}</td></tr>`,
+      )
+      .join("");
     const listed = top.some(({ id }) => id === chosen);
     const box = this.$(".alts");
     box.innerHTML = `<div class="head">Chosen: <span class="token">${escapeHtml(visible(span.dataset.piece))}</span>,

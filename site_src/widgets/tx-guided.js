@@ -124,11 +124,18 @@ class TxGuided extends TxLab {
     this.pos = Math.max(0, Math.min(pos, run.steps.length));
     this.dataset.pos = String(this.pos);
     const shown = run.steps.slice(0, this.pos);
-    this.dataset.text = shown.map((s) => s.piece).filter((p) => p !== "<eos>").join("");
+    this.dataset.text = shown
+      .map((s) => s.piece)
+      .filter((p) => p !== "<eos>")
+      .join("");
     const next = run.steps[this.pos];
-    this.$(".out").innerHTML = shown.map((s) =>
-      `<span class="piece${s.grammatical ? "" : " bad"}" title="${s.grammatical ? "allowed by the grammar" : "breaks the grammar"}">${escapeHtml(visible(s.piece))}</span>`).join("")
-      + (next ? `<span class="piece next" aria-label="next token">${escapeHtml(visible(next.piece))}?</span>` : "");
+    this.$(".out").innerHTML =
+      shown
+        .map(
+          (s) =>
+            `<span class="piece${s.grammatical ? "" : " bad"}" title="${s.grammatical ? "allowed by the grammar" : "breaks the grammar"}">${escapeHtml(visible(s.piece))}</span>`,
+        )
+        .join("") + (next ? `<span class="piece next" aria-label="next token">${escapeHtml(visible(next.piece))}?</span>` : "");
     this.$(".counter").textContent = `${this.pos} of ${run.steps.length} tokens`;
     this.$('button[name="restart"]').disabled = this.$('button[name="back"]').disabled = this.pos === 0;
     this.$('button[name="step"]').disabled = this.$('button[name="end"]').disabled = this.pos === run.steps.length;
@@ -149,26 +156,31 @@ class TxGuided extends TxLab {
     const rows = order.filter((i, rank) => rank < TOP || allowed.has(i));
     const guided = this.run.guided;
     const kept = 1 - (step.removed_mass ?? 1);
-    const where = step.state === null ? "The text already breaks the grammar, so no token would be allowed."
-      : `State: ${step.state}. The grammar allows ${allowed.size} of ${tokens.length} tokens`
-        + (guided ? `; the mask removes ${formatProb(step.removed_mass)} of the probability and scales the rest by ${(1 / kept).toPrecision(3)}.`
-          : `, which hold ${formatProb(kept)} of the probability; without the mask the model may pick any token.`);
+    const where =
+      step.state === null
+        ? "The text already breaks the grammar, so no token would be allowed."
+        : `State: ${step.state}. The grammar allows ${allowed.size} of ${tokens.length} tokens` +
+          (guided
+            ? `; the mask removes ${formatProb(step.removed_mass)} of the probability and scales the rest by ${(1 / kept).toPrecision(3)}.`
+            : `, which hold ${formatProb(kept)} of the probability; without the mask the model may pick any token.`);
     panel.dataset.removedMass = String(step.removed_mass);
     panel.dataset.chosen = String(step.chosen);
     panel.dataset.allowed = JSON.stringify(step.allowed);
     panel.innerHTML = `<p class="step-title">Step ${step.step + 1}: ${escapeHtml(where)}</p>
       <table class="scroll"><thead><tr><th>token</th><th class="num" colspan="2">model probability</th><th>grammar</th>${guided ? '<th class="num">after the mask</th>' : ""}</tr></thead>
-      <tbody>${rows.map((i) => {
-        const ok = allowed.has(i);
-        const peak = step.probs[order[0]];
-        return `<tr class="${ok ? "allowed" : "disallowed"}${i === step.chosen ? " chosen" : ""}" data-token="${i}" data-prob="${step.probs[i]}"
+      <tbody>${rows
+        .map((i) => {
+          const ok = allowed.has(i);
+          const peak = step.probs[order[0]];
+          return `<tr class="${ok ? "allowed" : "disallowed"}${i === step.chosen ? " chosen" : ""}" data-token="${i}" data-prob="${step.probs[i]}"
                     ${guided ? `data-guided-prob="${step.guided_probs[i]}"` : ""}>
           <td class="tok" data-tx-literal>${escapeHtml(visible(tokens[i]))}${i === step.chosen ? " ← chosen" : ""}</td>
           <td class="num raw">${formatProb(step.probs[i])}</td>
           <td class="barcell"><span class="bar"><span style="width:${(100 * step.probs[i]) / peak}%"></span></span></td>
           <td>${ok ? "✓ allowed" : "✗ not allowed"}</td>
           ${guided ? `<td class="num">${formatProb(step.guided_probs[i])}</td>` : ""}</tr>`;
-      }).join("")}</tbody></table>`;
+        })
+        .join("")}</tbody></table>`;
   }
 
   renderVerdict() {
@@ -193,8 +205,8 @@ class TxGuided extends TxLab {
   renderCompare() {
     const o = this.other;
     const label = o.guided ? "With the grammar mask" : "Without the mask";
-    this.$(".compare").innerHTML = `${label}, the same model and seed give ${literal(o.text)}: `
-      + escapeHtml(o.matches_schema ? "valid JSON that fits the schema." : o.error);
+    this.$(".compare").innerHTML =
+      `${label}, the same model and seed give ${literal(o.text)}: ` + escapeHtml(o.matches_schema ? "valid JSON that fits the schema." : o.error);
   }
 }
 

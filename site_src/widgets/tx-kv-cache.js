@@ -61,7 +61,9 @@ class TxKvCache extends TxLab {
   async prepare() {
     this.presets = await callDemo("kv_cache", "presets");
     const select = this.field("preset");
-    select.innerHTML = Object.entries(this.presets).map(([id, p]) => `<option value="${escapeHtml(id)}">${escapeHtml(p.label)}</option>`).join("");
+    select.innerHTML = Object.entries(this.presets)
+      .map(([id, p]) => `<option value="${escapeHtml(id)}">${escapeHtml(p.label)}</option>`)
+      .join("");
     select.value = this.getAttribute("preset") ?? "gpt2-small"; // an unknown id leaves it empty: request() says so
     for (const el of this.shadowRoot.querySelectorAll(".controls [name]")) el.addEventListener("input", () => this.update());
   }
@@ -70,7 +72,11 @@ class TxKvCache extends TxLab {
     const id = parseSelect(this.field("preset"), { label: "The model" });
     const dtype = parseSelect(this.field("dtype"), { label: "The precision" });
     const sizes = {};
-    for (const [name, label] of [["context_length", "The context"], ["prompt_length", "The prompt"], ["new_tokens", "The number of generated tokens"]]) {
+    for (const [name, label] of [
+      ["context_length", "The context"],
+      ["prompt_length", "The prompt"],
+      ["new_tokens", "The number of generated tokens"],
+    ]) {
       sizes[name] = parseInteger(this.field(name).value, { label, min: 1, max: 1_000_000, unit: "tokens" });
     }
     const { label, ...shape } = this.presets[id];
@@ -87,25 +93,31 @@ class TxKvCache extends TxLab {
 
   draw([memory, flops], request) {
     const { n_layer, n_head, d_head } = request;
-    this.$(".shape").textContent = `${n_layer} layers, ${n_head} query heads of width ${d_head} (d = ${n_head * d_head}).`
-      + " Per token and layer the cache holds one key and one value vector per key/value head.";
+    this.$(".shape").textContent =
+      `${n_layer} layers, ${n_head} query heads of width ${d_head} (d = ${n_head * d_head}).` +
+      " Per token and layer the cache holds one key and one value vector per key/value head.";
     const largest = memory.variants[0].total_bytes;
-    this.$(".memory").innerHTML = memory.variants.map((v) => `
+    this.$(".memory").innerHTML = memory.variants
+      .map(
+        (v) => `
       <div class="mem-row" role="listitem" data-variant="${v.name}" data-kv-heads="${v.n_kv_head}"
            data-bytes-per-token="${v.bytes_per_token}" data-bytes="${v.total_bytes}">
         <span class="label">${v.name}</span>
         <span class="bar"><span style="width:${(100 * v.total_bytes) / largest}%"></span></span>
         <span class="value">${formatBinaryBytes(v.total_bytes)} · ${v.n_kv_head} KV head${v.n_kv_head === 1 ? "" : "s"}</span>
-      </div>`).join("");
+      </div>`,
+      )
+      .join("");
     const t = this.$(".flops tbody");
     t.dataset.without = String(flops.without_cache);
     t.dataset.with = String(flops.with_cache);
     t.dataset.ratio = String(flops.ratio);
     t.innerHTML = `<tr><th>recompute the whole prefix every step</th><td>${formatScientific(flops.without_cache)} FLOPs</td></tr>
       <tr><th>prefill once, then one token per step with the cache</th><td>${formatScientific(flops.with_cache)} FLOPs</td></tr>`;
-    this.$(".summary").textContent = `The cache does ${flops.ratio.toFixed(1)}× less arithmetic (${(100 * flops.saved_fraction).toFixed(1)}% saved)`
-      + ` for ${request.new_tokens} new tokens after a ${request.prompt_length}-token prompt; the price is`
-      + ` ${formatBinaryBytes(memory.variants[0].bytes_per_token)} of memory per cached token with MHA.`;
+    this.$(".summary").textContent =
+      `The cache does ${flops.ratio.toFixed(1)}× less arithmetic (${(100 * flops.saved_fraction).toFixed(1)}% saved)` +
+      ` for ${request.new_tokens} new tokens after a ${request.prompt_length}-token prompt; the price is` +
+      ` ${formatBinaryBytes(memory.variants[0].bytes_per_token)} of memory per cached token with MHA.`;
   }
 }
 

@@ -29,15 +29,19 @@ ${FIGURE_CSS}
 
 /** Bars of the load per expert at one step, with the fair share 1/N as a dashed line. */
 function loadBars(load, fair) {
-  const W = 360, H = 200, L = 36, R = 8, T = 10, B = 30;
+  const [W, H, L, R, T, B] = [360, 200, 36, 8, 10, 30];
   const top = Math.max(1.5 * fair, ...load) * 1.05;
   const band = (W - L - R) / load.length;
   const y = (v) => T + (1 - v / top) * (H - T - B);
-  const bars = load.map((v, e) => `
+  const bars = load
+    .map(
+      (v, e) => `
     <rect class="load" x="${L + e * band + band * 0.15}" y="${y(v)}" width="${band * 0.7}" height="${H - B - y(v)}"
       data-expert="${e}" data-load="${v}"><title>expert ${e}: ${(100 * v).toFixed(1)}% of the routing slots</title></rect>
     <text x="${L + (e + 0.5) * band}" y="${H - B + 12}" text-anchor="middle">${e}</text>
-    <text x="${L + (e + 0.5) * band}" y="${y(v) - 2}" text-anchor="middle">${Math.round(100 * v)}</text>`).join("");
+    <text x="${L + (e + 0.5) * band}" y="${y(v) - 2}" text-anchor="middle">${Math.round(100 * v)}</text>`,
+    )
+    .join("");
   return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="Load per expert in percent: ${load.map((v, e) => `expert ${e} ${(100 * v).toFixed(1)}`).join(", ")}">
     <line class="axis" x1="${L}" x2="${L}" y1="${T}" y2="${H - B}"></line>${bars}
     <line class="fair" x1="${L}" x2="${W - R}" y1="${y(fair)}" y2="${y(fair)}"></line>
@@ -49,7 +53,7 @@ function loadBars(load, fair) {
 
 /** The largest load at every step, with a marker at the step shown in the bars. */
 function maxLine(maxLoad, fair, step) {
-  const W = 360, H = 200, L = 36, R = 8, T = 10, B = 30;
+  const [W, H, L, R, T, B] = [360, 200, 36, 8, 10, 30];
   const n = maxLoad.length;
   const x = (i) => L + (n === 1 ? 0 : (i / (n - 1)) * (W - L - R));
   const y = (v) => T + (1 - v) * (H - T - B);
@@ -84,8 +88,17 @@ class TxMoe extends TxLab {
   }
 
   setup() {
-    this.wire({ num_experts: this.getAttribute("experts") ?? "8", top_k: this.getAttribute("top-k") ?? "1", balance: this.hasAttribute("balance"),
-      alpha: "0.5", steps: "60", seed: "0" }, { run: () => this.update(true) });
+    this.wire(
+      {
+        num_experts: this.getAttribute("experts") ?? "8",
+        top_k: this.getAttribute("top-k") ?? "1",
+        balance: this.hasAttribute("balance"),
+        alpha: "0.5",
+        steps: "60",
+        seed: "0",
+      },
+      { run: () => this.update(true) },
+    );
     this.field("show").addEventListener("input", () => this.show());
   }
 
@@ -96,10 +109,14 @@ class TxMoe extends TxLab {
 
   request() {
     const value = (name) => this.field(name).value;
-    const request = { num_experts: Number(parseSelect(this.field("num_experts"), { label: "Experts N" })),
-      top_k: Number(parseSelect(this.field("top_k"), { label: "Top-k" })), balance: this.field("balance").checked,
-      alpha: Number(value("alpha")), steps: Number(value("steps")),
-      seed: parseInteger(value("seed"), { label: "The seed", min: 0, max: 2 ** 32 - 1 }) };
+    const request = {
+      num_experts: Number(parseSelect(this.field("num_experts"), { label: "Experts N" })),
+      top_k: Number(parseSelect(this.field("top_k"), { label: "Top-k" })),
+      balance: this.field("balance").checked,
+      alpha: Number(value("alpha")),
+      steps: Number(value("steps")),
+      seed: parseInteger(value("seed"), { label: "The seed", min: 0, max: 2 ** 32 - 1 }),
+    };
     if (request.top_k >= request.num_experts) throw new InputError("Top-k must be smaller than the number of experts.", "top_k");
     return request;
   }
@@ -132,9 +149,10 @@ class TxMoe extends TxLab {
     this.$(".bars").innerHTML = loadBars(r.load[step], r.uniform_load);
     this.$(".line").innerHTML = maxLine(r.max_load, r.uniform_load, step);
     const idle = r.load[step].filter((v) => v === 0).length;
-    this.$(".summary").textContent = `Step ${step}: the busiest expert gets ${(100 * r.max_load[step]).toFixed(1)}% of the slots`
-      + ` (${(r.max_load[step] / r.uniform_load).toFixed(2)}× its fair share), ${idle} expert${idle === 1 ? "" : "s"} get none;`
-      + ` N·Σ fᵢPᵢ = ${r.aux_loss[step].toFixed(3)} (1 when routing is uniform).`;
+    this.$(".summary").textContent =
+      `Step ${step}: the busiest expert gets ${(100 * r.max_load[step]).toFixed(1)}% of the slots` +
+      ` (${(r.max_load[step] / r.uniform_load).toFixed(2)}× its fair share), ${idle} expert${idle === 1 ? "" : "s"} get none;` +
+      ` N·Σ fᵢPᵢ = ${r.aux_loss[step].toFixed(3)} (1 when routing is uniform).`;
   }
 }
 

@@ -118,18 +118,24 @@ class TxNextToken extends TxElement {
   }
 
   showTokens(tokenizer, ids) {
-    this.$(".tokens").innerHTML = ids.slice(0, 64)
-      .map((id) => `<span class="token" title="id ${id}">${escapeHtml(visible(tokenizer.tokenToString(id)))}</span>`).join("")
-      + (ids.length > 64 ? ` … (${ids.length} tokens)` : "");
+    this.$(".tokens").innerHTML =
+      ids
+        .slice(0, 64)
+        .map((id) => `<span class="token" title="id ${id}">${escapeHtml(visible(tokenizer.tokenToString(id)))}</span>`)
+        .join("") + (ids.length > 64 ? ` … (${ids.length} tokens)` : "");
   }
 
   render(tokenizer, top) {
     this.dataset.runs = String(Number(this.dataset.runs || 0) + 1);
-    this.$("tbody").innerHTML = top.map(({ id, prob }, rank) => `
+    this.$("tbody").innerHTML = top
+      .map(
+        ({ id, prob }, rank) => `
       <tr data-id="${id}" data-prob="${prob}">
         <td>${rank + 1}</td><td class="token">${escapeHtml(visible(tokenizer.tokenToString(id)))}</td>
         <td>${id}</td><td><span class="bar"><span style="width:${(100 * prob) / top[0].prob}%"></span></span> ${formatProb(prob)}</td>
-      </tr>`).join("");
+      </tr>`,
+      )
+      .join("");
   }
 }
 

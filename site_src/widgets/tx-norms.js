@@ -33,7 +33,11 @@ const STYLE = `
   svg .grid { stroke: var(--tx-border); }
 `;
 const MAX_ENTRY = 1e6; // larger entries overflow the squares the norms sum
-const ROWS = [["input", "input x"], ["layer_norm", "LayerNorm(x)"], ["rms_norm", "RMSNorm(x)"]];
+const ROWS = [
+  ["input", "input x"],
+  ["layer_norm", "LayerNorm(x)"],
+  ["rms_norm", "RMSNorm(x)"],
+];
 
 /** Parse "1, 2.5, -3" into numbers; an InputError says what is wrong. */
 function parseVector(text) {
@@ -52,21 +56,30 @@ function parseVector(text) {
 
 /** Line chart of the stream's RMS by layer: pre-norm (solid, circles) and post-norm (dashed, squares). */
 function depthChart(result) {
-  const W = 420, H = 220, L = 42, R = 10, T = 10, B = 32;
+  const [W, H, L, R, T, B] = [420, 220, 42, 10, 10, 32];
   const layers = result.layer;
   const ymax = Math.max(...result.pre_norm.rms, ...result.post_norm.rms) * 1.1;
   const x = (i) => L + (i / layers[layers.length - 1]) * (W - L - R);
   const y = (v) => T + (1 - v / ymax) * (H - T - B);
-  const ticks = [0, ymax / 2, ymax].map((v) => `<line class="grid" x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"></line>
-    <text x="${L - 4}" y="${y(v) + 3}" text-anchor="end">${v.toFixed(1)}</text>`).join("");
+  const ticks = [0, ymax / 2, ymax]
+    .map(
+      (v) => `<line class="grid" x1="${L}" x2="${W - R}" y1="${y(v)}" y2="${y(v)}"></line>
+    <text x="${L - 4}" y="${y(v) + 3}" text-anchor="end">${v.toFixed(1)}</text>`,
+    )
+    .join("");
   const series = (wiring) => {
     const rms = result[wiring].rms;
     const points = rms.map((v, i) => `${x(i)},${y(v)}`).join(" ");
-    const marks = rms.map((v, i) => (wiring === "pre_norm"
-      ? `<circle class="pre" cx="${x(i)}" cy="${y(v)}" r="2.5"`
-      : `<rect class="post" x="${x(i) - 2.5}" y="${y(v) - 2.5}" width="5" height="5"`)
-      + ` data-wiring="${wiring}" data-layer="${i}" data-rms="${v}"><title>${wiring === "pre_norm" ? "pre" : "post"}-norm, layer ${i}: RMS ${v.toFixed(3)}</title>`
-      + (wiring === "pre_norm" ? "</circle>" : "</rect>")).join("");
+    const marks = rms
+      .map(
+        (v, i) =>
+          (wiring === "pre_norm"
+            ? `<circle class="pre" cx="${x(i)}" cy="${y(v)}" r="2.5"`
+            : `<rect class="post" x="${x(i) - 2.5}" y="${y(v) - 2.5}" width="5" height="5"`) +
+          ` data-wiring="${wiring}" data-layer="${i}" data-rms="${v}"><title>${wiring === "pre_norm" ? "pre" : "post"}-norm, layer ${i}: RMS ${v.toFixed(3)}</title>` +
+          (wiring === "pre_norm" ? "</circle>" : "</rect>"),
+      )
+      .join("");
     return `<polyline class="${wiring === "pre_norm" ? "pre" : "post"}" points="${points}"></polyline>${marks}`;
   };
   const last = layers.length - 1;
@@ -154,10 +167,11 @@ class TxNorms extends TxLab {
     }).join("");
     this.$(".chart").innerHTML = depthChart(growth);
     const last = growth.layer.length - 1;
-    this.$(".summary").textContent = `After ${last} layers the pre-norm stream has RMS ${growth.pre_norm.rms[last].toFixed(2)}`
-      + ` (it started at ${growth.pre_norm.rms[0].toFixed(2)}); post-norm renormalises after every layer and stays at`
-      + ` ${growth.post_norm.rms[last].toFixed(2)}. The last pre-norm update was ${(100 * growth.pre_norm.update_ratio[last - 1]).toFixed(0)}%`
-      + " of the stream it was added to.";
+    this.$(".summary").textContent =
+      `After ${last} layers the pre-norm stream has RMS ${growth.pre_norm.rms[last].toFixed(2)}` +
+      ` (it started at ${growth.pre_norm.rms[0].toFixed(2)}); post-norm renormalises after every layer and stays at` +
+      ` ${growth.post_norm.rms[last].toFixed(2)}. The last pre-norm update was ${(100 * growth.pre_norm.update_ratio[last - 1]).toFixed(0)}%` +
+      " of the stream it was added to.";
   }
 }
 

@@ -63,22 +63,36 @@ function fmtSmall(x) {
 
 /** Bars of distinct sums: x = error in ulps, height = how many orders gave that sum. */
 function histogram(distinct) {
-  const W = 560, H = 170, L = 40, R = 12, T = 14, B = 40;
+  const [W, H, L, R, T, B] = [560, 170, 40, 12, 14, 40];
   const xs = distinct.map((d) => d.error_ulps);
-  let lo = Math.min(0, ...xs), hi = Math.max(0, ...xs);
-  if (hi - lo < 1) { lo -= 0.5; hi += 0.5; }
+  let lo = Math.min(0, ...xs),
+    hi = Math.max(0, ...xs);
+  if (hi - lo < 1) {
+    lo -= 0.5;
+    hi += 0.5;
+  }
   const pad = (hi - lo) * 0.05;
-  lo -= pad; hi += pad;
+  lo -= pad;
+  hi += pad;
   const maxCount = Math.max(...distinct.map((d) => d.count));
   const x = (u) => L + ((u - lo) / (hi - lo)) * (W - L - R);
   const y = (c) => H - B - (c / maxCount) * (H - B - T);
   const barW = Math.max(2, Math.min(12, (W - L - R) / (distinct.length * 2)));
-  const bars = distinct.map((d) =>
-    `<rect class="count" x="${(x(d.error_ulps) - barW / 2).toFixed(1)}" y="${y(d.count).toFixed(1)}" width="${barW.toFixed(1)}"
-       height="${(H - B - y(d.count)).toFixed(1)}"><title>${d.count} order${d.count > 1 ? "s" : ""} gave ${d.value} (${fmtUlps(d.error_ulps)} ulps)</title></rect>`).join("");
-  const ticks = [lo + pad, 0, hi - pad].filter((v, i, a) => a.indexOf(v) === i).map((u) =>
-    `<line class="axis" x1="${x(u)}" x2="${x(u)}" y1="${H - B}" y2="${H - B + 4}"/>
-     <text x="${x(u)}" y="${H - B + 16}" text-anchor="middle">${u === 0 ? "0" : fmtUlps(u)}</text>`).join("");
+  const bars = distinct
+    .map(
+      (d) =>
+        `<rect class="count" x="${(x(d.error_ulps) - barW / 2).toFixed(1)}" y="${y(d.count).toFixed(1)}" width="${barW.toFixed(1)}"
+       height="${(H - B - y(d.count)).toFixed(1)}"><title>${d.count} order${d.count > 1 ? "s" : ""} gave ${d.value} (${fmtUlps(d.error_ulps)} ulps)</title></rect>`,
+    )
+    .join("");
+  const ticks = [lo + pad, 0, hi - pad]
+    .filter((v, i, a) => a.indexOf(v) === i)
+    .map(
+      (u) =>
+        `<line class="axis" x1="${x(u)}" x2="${x(u)}" y1="${H - B}" y2="${H - B + 4}"/>
+     <text x="${x(u)}" y="${H - B + 16}" text-anchor="middle">${u === 0 ? "0" : fmtUlps(u)}</text>`,
+    )
+    .join("");
   return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="Bar chart: ${distinct.length} distinct sums, from ${fmtUlps(xs[0])} to ${fmtUlps(xs[xs.length - 1])} ulps away from the exact sum; the table below lists them">
     <line class="axis" x1="${L}" x2="${W - R}" y1="${H - B}" y2="${H - B}"/>
     <line class="axis" x1="${L}" x2="${L}" y1="${T}" y2="${H - B}"/>
@@ -158,45 +172,64 @@ class TxNumerics extends TxLab {
 
   renderOrders(o) {
     const dt = o.dtype;
-    this.$(".orders-summary").textContent = `${o.n.toLocaleString("en")} numbers drawn from a standard normal distribution and rounded to ${dt}. `
-      + `Their exact sum is ${fmt(o.exact, "float64")}; one ulp of ${dt} there is ${fmtSmall(o.ulp)}. `
-      + `Added left to right in ${o.sums.length} different orders, they give ${o.num_distinct} different ${dt} results, `
-      + `spread over ${fmtSmall(o.spread)} (${o.spread_ulps.toFixed(0)} ulps).`;
+    this.$(".orders-summary").textContent =
+      `${o.n.toLocaleString("en")} numbers drawn from a standard normal distribution and rounded to ${dt}. ` +
+      `Their exact sum is ${fmt(o.exact, "float64")}; one ulp of ${dt} there is ${fmtSmall(o.ulp)}. ` +
+      `Added left to right in ${o.sums.length} different orders, they give ${o.num_distinct} different ${dt} results, ` +
+      `spread over ${fmtSmall(o.spread)} (${o.spread_ulps.toFixed(0)} ulps).`;
     this.$(".orders").dataset.exact = String(o.exact);
     this.$(".orders").dataset.numDistinct = String(o.num_distinct);
     this.$(".chart").innerHTML = histogram(o.distinct);
-    this.$(".named tbody").innerHTML = Object.entries(o.named).map(([name, e]) =>
-      `<tr data-order="${name}" data-value="${e.value}"><td>${escapeHtml(ORDER_NAMES[name] || name)}</td>
-        <td class="num">${fmt(e.value, dt)}</td><td class="num">${fmtUlps(e.error_ulps)}</td></tr>`).join("");
-    this.$(".distinct tbody").innerHTML = o.distinct.map((d) =>
-      `<tr data-value="${d.value}" data-count="${d.count}"><td class="num">${fmt(d.value, dt)}</td>
-        <td class="num">${fmtUlps(d.error_ulps)}</td><td class="num">${d.count}</td></tr>`).join("");
+    this.$(".named tbody").innerHTML = Object.entries(o.named)
+      .map(
+        ([name, e]) =>
+          `<tr data-order="${name}" data-value="${e.value}"><td>${escapeHtml(ORDER_NAMES[name] || name)}</td>
+        <td class="num">${fmt(e.value, dt)}</td><td class="num">${fmtUlps(e.error_ulps)}</td></tr>`,
+      )
+      .join("");
+    this.$(".distinct tbody").innerHTML = o.distinct
+      .map(
+        (d) =>
+          `<tr data-value="${d.value}" data-count="${d.count}"><td class="num">${fmt(d.value, dt)}</td>
+        <td class="num">${fmtUlps(d.error_ulps)}</td><td class="num">${d.count}</td></tr>`,
+      )
+      .join("");
   }
 
   renderBatch(b) {
-    this.$(".batch-summary").textContent = `A row of ${b.n.toLocaleString("en")} ${b.dtype} numbers. The kernel shares 64 workers among the rows `
-      + `of a batch, so a row alone is cut into 64 chunks and a row in a batch of 64 or more is summed in one piece. `
-      + `The row never changes, yet it gets ${b.num_distinct} different sums.`;
+    this.$(".batch-summary").textContent =
+      `A row of ${b.n.toLocaleString("en")} ${b.dtype} numbers. The kernel shares 64 workers among the rows ` +
+      `of a batch, so a row alone is cut into 64 chunks and a row in a batch of 64 or more is summed in one piece. ` +
+      `The row never changes, yet it gets ${b.num_distinct} different sums.`;
     this.$(".batch").dataset.numDistinct = String(b.num_distinct);
-    this.$(".batch-table tbody").innerHTML = b.rows.map((row) =>
-      `<tr data-batch-size="${row.batch_size}" data-value="${row.value}"><td class="num">${row.batch_size}</td><td class="num">${row.splits}</td>
-        <td class="num">${fmt(row.value, b.dtype)}</td><td class="num">${fmtUlps(row.error_ulps)}</td></tr>`).join("");
+    this.$(".batch-table tbody").innerHTML = b.rows
+      .map(
+        (row) =>
+          `<tr data-batch-size="${row.batch_size}" data-value="${row.value}"><td class="num">${row.batch_size}</td><td class="num">${row.splits}</td>
+        <td class="num">${fmt(row.value, b.dtype)}</td><td class="num">${fmtUlps(row.error_ulps)}</td></tr>`,
+      )
+      .join("");
   }
 
   renderFlip(f) {
     const [yes, no] = f.exact_logits;
     const sign = f.exact_difference > 0 ? "+" : "";
     const winner = f.tokens[f.exact_argmax];
-    this.$(".flip-summary").textContent = `Two candidate tokens whose exact logits (d = ${f.d}) differ by only `
-      + `${sign}${fmtSmall(f.exact_difference)}: exactly, “${winner.trim()}” wins. That gap is smaller than one float32 step at `
-      + `this size (${fmtSmall(f.ulp)}), so the rounding of the same kernel decides, and it depends on the batch. `
-      + `Exact logits: “yes” ${fmt(yes, "float64")}, “no” ${fmt(no, "float64")}.`;
+    this.$(".flip-summary").textContent =
+      `Two candidate tokens whose exact logits (d = ${f.d}) differ by only ` +
+      `${sign}${fmtSmall(f.exact_difference)}: exactly, “${winner.trim()}” wins. That gap is smaller than one float32 step at ` +
+      `this size (${fmtSmall(f.ulp)}), so the rounding of the same kernel decides, and it depends on the batch. ` +
+      `Exact logits: “yes” ${fmt(yes, "float64")}, “no” ${fmt(no, "float64")}.`;
     this.$(".flip").dataset.exactArgmax = String(f.exact_argmax);
-    this.$(".flip-table tbody").innerHTML = f.rows.map((row) =>
-      `<tr class="${row.argmax !== f.exact_argmax ? "flipped" : ""}" data-batch-size="${row.batch_size}"
+    this.$(".flip-table tbody").innerHTML = f.rows
+      .map(
+        (row) =>
+          `<tr class="${row.argmax !== f.exact_argmax ? "flipped" : ""}" data-batch-size="${row.batch_size}"
           data-logits="${escapeHtml(JSON.stringify(row.logits))}" data-argmax="${row.argmax}">
         <td class="num">${row.batch_size}</td><td class="num">${fmt(row.logits[0], "float32")}</td><td class="num">${fmt(row.logits[1], "float32")}</td>
-        <td class="num">${fmtSmall(row.difference)}</td><td>“${escapeHtml(row.token.trim())}”${row.argmax !== f.exact_argmax ? " (not the exact winner)" : ""}</td></tr>`).join("");
+        <td class="num">${fmtSmall(row.difference)}</td><td>“${escapeHtml(row.token.trim())}”${row.argmax !== f.exact_argmax ? " (not the exact winner)" : ""}</td></tr>`,
+      )
+      .join("");
   }
 }
 

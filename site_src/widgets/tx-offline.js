@@ -120,7 +120,10 @@ class TxOffline extends TxElement {
   workerState() {
     const sw = navigator.serviceWorker;
     if (!sw || !window.isSecureContext) {
-      return { state: "unavailable", text: "This browser runs no service worker for this site (it needs https, and some private modes turn it off), so the book works online only." };
+      return {
+        state: "unavailable",
+        text: "This browser runs no service worker for this site (it needs https, and some private modes turn it off), so the book works online only.",
+      };
     }
     if (sw.controller) {
       return { state: "active", text: "The offline copy is active: pages you open and runtimes you use are kept in your browser." };
@@ -175,8 +178,7 @@ class TxOffline extends TxElement {
       const sizes = new Map(complete.flatMap((v) => v.files.map((f) => [f.path, f.bytes])));
       row.total = complete.length ? [...sizes.values()].reduce((s, n) => s + n, 0) : smallest;
       row.offline = complete.length ? "yes" : stored.size ? "partly" : "no";
-      row.text = complete.length ? `Yes: ${complete.map((v) => v.name).join(", ")}`
-        : stored.size ? "Partly: no variant complete" : "No";
+      row.text = complete.length ? `Yes: ${complete.map((v) => v.name).join(", ")}` : stored.size ? "Partly: no variant complete" : "No";
       row.fullNote = complete.length ? "" : "from ";
     } catch {
       row.text = stored.size ? "Stored, but the model's list could not be read" : "No";
@@ -187,12 +189,16 @@ class TxOffline extends TxElement {
   drawRows(rows) {
     const table = this.$("table");
     table.hidden = false;
-    table.querySelector("tbody").innerHTML = rows.map((r) => `
+    table.querySelector("tbody").innerHTML = rows
+      .map(
+        (r) => `
       <tr data-group="${r.group}" data-offline="${r.offline}" data-bytes="${r.bytes}">
         <th scope="row">${r.group === WEIGHTS ? r.label : escapeHtml(r.label)}</th>
         <td class="${r.offline}">${escapeHtml(r.text)}</td>
         <td class="num">${formatBytes(r.bytes)}</td>
-        <td class="num">${r.total ? (r.fullNote || "") + formatBytes(r.total) : "–"}</td></tr>`).join("");
+        <td class="num">${r.total ? (r.fullNote || "") + formatBytes(r.total) : "–"}</td></tr>`,
+      )
+      .join("");
   }
 
   async showStorage() {
@@ -203,8 +209,8 @@ class TxOffline extends TxElement {
       return;
     }
     const { usage = 0, quota = 0 } = await storage.estimate();
-    this.$(".storage").textContent = `This site uses ${formatSize(usage)} of your browser's storage`
-      + (quota ? `, which allows it up to ${formatSize(quota)}.` : ".");
+    this.$(".storage").textContent =
+      `This site uses ${formatSize(usage)} of your browser's storage` + (quota ? `, which allows it up to ${formatSize(quota)}.` : ".");
     const persisted = storage.persisted ? await storage.persisted() : false;
     this.dataset.persisted = String(persisted);
     this.$(".persist").textContent = persisted

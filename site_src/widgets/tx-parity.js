@@ -30,12 +30,21 @@ class TxParity extends TxElement {
       this.showProgress("Running the model…");
       sources.browser = (await model.forward(parity.ids)).logits;
       const mine = `ort-${model.info.variant}`;
-      const pairs = [["torch", "ort-fp32"], ["browser", mine], ["browser", "ort-fp32"]].filter(([a, b]) => sources[a] && sources[b]);
-      const rows = pairs.map(([a, b]) => {
-        const d = maxAbsDiff(sources[a], sources[b]);
-        return `<tr data-a="${a}" data-b="${b}" data-max-diff="${d}"><td>${escapeHtml(label(a))}</td><td>${escapeHtml(label(b))}</td><td>${d.toExponential(2)}</td></tr>`;
-      }).join("");
-      const errors = parity.logits.filter((e) => e.error).map((e) => `<li>${escapeHtml(label(e.source))}: ${escapeHtml(e.error)}</li>`).join("");
+      const pairs = [
+        ["torch", "ort-fp32"],
+        ["browser", mine],
+        ["browser", "ort-fp32"],
+      ].filter(([a, b]) => sources[a] && sources[b]);
+      const rows = pairs
+        .map(([a, b]) => {
+          const d = maxAbsDiff(sources[a], sources[b]);
+          return `<tr data-a="${a}" data-b="${b}" data-max-diff="${d}"><td>${escapeHtml(label(a))}</td><td>${escapeHtml(label(b))}</td><td>${d.toExponential(2)}</td></tr>`;
+        })
+        .join("");
+      const errors = parity.logits
+        .filter((e) => e.error)
+        .map((e) => `<li>${escapeHtml(label(e.source))}: ${escapeHtml(e.error)}</li>`)
+        .join("");
       this.dataset.browserVariant = model.info.variant;
       this.$(".pl-out").innerHTML = `
         <p class="pl-note">Prompt “${escapeHtml(parity.text)}” (ids ${parity.ids.join(", ")}), logits of the next token: ${model.info.config.vocab_size.toLocaleString("en")} numbers from each source. This browser runs the <strong>${escapeHtml(model.info.variant)}</strong> weights on ${escapeHtml(model.info.backend)}.</p>

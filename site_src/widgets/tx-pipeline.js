@@ -93,7 +93,8 @@ class TxPipeline extends PipelineStage {
     const lastRow = (x) => x.subarray((T - 1) * C, T * C);
     const norm = (x) => Math.sqrt(x.reduce((s, v) => s + v * v, 0));
     const best = topK(run.logits, 3);
-    let max = -Infinity, sum = 0;
+    let max = -Infinity,
+      sum = 0;
     for (const z of run.logits) max = Math.max(max, z);
     for (const z of run.logits) sum += Math.exp(z - max);
     const prob = (id) => Math.exp(run.logits[id] - max) / sum;
@@ -102,7 +103,10 @@ class TxPipeline extends PipelineStage {
       "01-tokenization": ids.map((id) => `${tok(id)}<sub>${id}</sub>`).join(" "),
       "04-final-embedding": `x for “${tok(ids[T - 1])}” starts ${fmt(lastRow(run.hidden[0]).subarray(0, 4))}, …`,
       "05c-attention": `last block, head 0: “${tok(ids[T - 1])}” puts ${(100 * attnLast[T - 1]).toFixed(1)}% of its attention on itself`,
-      "05f-norm-residual-dropout": `‖x‖ of the last token after each block: ${run.hidden.slice(1).map((h) => norm(lastRow(h)).toPrecision(3)).join(" → ")}`,
+      "05f-norm-residual-dropout": `‖x‖ of the last token after each block: ${run.hidden
+        .slice(1)
+        .map((h) => norm(lastRow(h)).toPrecision(3))
+        .join(" → ")}`,
       "06-logits": `largest logits: ${best.map(({ id }) => `${tok(id)} ${run.logits[id].toFixed(2)}`).join(", ")}`,
       "07-sampling": `most likely next token: ${tok(best[0].id)} (${formatProb(prob(best[0].id))})`,
       "08-autoregression": `greedy: the prompt grows by ${tok(best[0].id)} and runs again`,

@@ -43,8 +43,16 @@ function heatmap(matrix, { scale, rowTitle, colTitle, kind, label, focus = [0, 0
   const width = left + cols * cell + 4;
   const height = top + rows * cell + 22;
   const [fi, fj] = [Math.min(focus[0], rows - 1), Math.min(focus[1], cols - 1)];
-  const rects = matrix.map((row, i) => row.map((v, j) => `<rect class="cell" x="${left + j * cell}" y="${top + i * cell}"
-    width="${cell}" height="${cell}" fill="${divergingColour(v / scale)}" data-row="${i}" data-col="${j}" data-value="${v}"${i === fi && j === fj ? ' tabindex="0"' : ""}></rect>`).join("")).join("");
+  const rects = matrix
+    .map((row, i) =>
+      row
+        .map(
+          (v, j) => `<rect class="cell" x="${left + j * cell}" y="${top + i * cell}"
+    width="${cell}" height="${cell}" fill="${divergingColour(v / scale)}" data-row="${i}" data-col="${j}" data-value="${v}"${i === fi && j === fj ? ' tabindex="0"' : ""}></rect>`,
+        )
+        .join(""),
+    )
+    .join("");
   return `<svg viewBox="0 0 ${width} ${height}" role="group" aria-label="${label}; arrow keys move between cells" data-kind="${kind}"
     data-rows="${rows}" data-cols="${cols}" data-cell="${cell}" data-left="${left}" data-top="${top}">
     ${rects}<g class="marks"></g>
@@ -105,12 +113,24 @@ class TxPositional extends TxLab {
   draw(view) {
     this.view = view;
     const half = view.d_model / 2;
-    this.$(".table-map").innerHTML = heatmap(view.table, { scale: 1, rowTitle: "position", colTitle: "dimension", kind: "table",
-      label: `Sinusoidal table, ${view.n_positions} positions by ${view.d_model} dimensions`, focus: this.focused.table });
-    this.$(".sim-map").innerHTML = heatmap(view.similarity, { scale: half, rowTitle: "position m", colTitle: "position n", kind: "similarity",
+    this.$(".table-map").innerHTML = heatmap(view.table, {
+      scale: 1,
+      rowTitle: "position",
+      colTitle: "dimension",
+      kind: "table",
+      label: `Sinusoidal table, ${view.n_positions} positions by ${view.d_model} dimensions`,
+      focus: this.focused.table,
+    });
+    this.$(".sim-map").innerHTML = heatmap(view.similarity, {
+      scale: half,
+      rowTitle: "position m",
+      colTitle: "position n",
+      kind: "similarity",
       label: `Dot products between the ${view.n_positions} position vectors, largest, ${half}, on the diagonal; Enter picks p and q`,
-      focus: this.focused.similarity ?? [view.readout.p, view.readout.q] });
-    if (this.refocus) { // the cell the reader picked with Enter, drawn again
+      focus: this.focused.similarity ?? [view.readout.p, view.readout.q],
+    });
+    if (this.refocus) {
+      // the cell the reader picked with Enter, drawn again
       this.$(`.sim-map rect.cell[tabindex="0"]`)?.focus();
       this.refocus = false;
     }
@@ -129,8 +149,8 @@ class TxPositional extends TxLab {
     const svg = this.$(".sim-map svg");
     const { cell, left, top } = svg.dataset;
     const n = this.view.n_positions;
-    const box = (i, j, cls) => (i < n && j < n
-      ? `<rect class="mark ${cls}" x="${Number(left) + j * cell}" y="${Number(top) + i * cell}" width="${cell}" height="${cell}"></rect>` : "");
+    const box = (i, j, cls) =>
+      i < n && j < n ? `<rect class="mark ${cls}" x="${Number(left) + j * cell}" y="${Number(top) + i * cell}" width="${cell}" height="${cell}"></rect>` : "";
     svg.querySelector(".marks").innerHTML = box(p, q, "") + box(p + k, q + k, "shifted");
   }
 
@@ -175,9 +195,8 @@ class TxPositional extends TxLab {
     if (!rect) return;
     const { kind } = rect.closest("svg").dataset;
     const v = Number(rect.dataset.value).toFixed(4);
-    this.$(".hover").textContent = kind === "table"
-      ? `PE[${rect.dataset.row}, ${rect.dataset.col}] = ${v}`
-      : `PE[${rect.dataset.row}] · PE[${rect.dataset.col}] = ${v}`;
+    this.$(".hover").textContent =
+      kind === "table" ? `PE[${rect.dataset.row}, ${rect.dataset.col}] = ${v}` : `PE[${rect.dataset.row}] · PE[${rect.dataset.col}] = ${v}`;
   }
 }
 

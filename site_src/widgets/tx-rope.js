@@ -75,7 +75,11 @@ class TxRope extends TxLab {
     this.field("d").value = attr("d", "32");
     this.field("vectors").value = attr("vectors", "ones");
     this.setPairMax();
-    for (const [name, value] of [["pair", attr("pair", "0")], ["m", attr("m", "6")], ["n", attr("n", "2")]]) {
+    for (const [name, value] of [
+      ["pair", attr("pair", "0")],
+      ["m", attr("m", "6")],
+      ["n", attr("n", "2")],
+    ]) {
       this.field(name).value = value;
     }
     for (const el of this.shadowRoot.querySelectorAll(".controls [name]")) {
@@ -94,9 +98,14 @@ class TxRope extends TxLab {
 
   request() {
     const value = (name) => this.$(`[name="${name}"]`).value;
-    return { d: Number(parseSelect(this.$('[name="d"]'), { label: "The head width d" })), pair: Number(value("pair")),
-      m: Number(value("m")), n: Number(value("n")), vectors: parseSelect(this.$('[name="vectors"]'), { label: "q and k" }),
-      max_distance: MAX_DISTANCE };
+    return {
+      d: Number(parseSelect(this.$('[name="d"]'), { label: "The head width d" })),
+      pair: Number(value("pair")),
+      m: Number(value("m")),
+      n: Number(value("n")),
+      vectors: parseSelect(this.$('[name="vectors"]'), { label: "q and k" }),
+      max_distance: MAX_DISTANCE,
+    };
   }
 
   echo(request) {
@@ -147,8 +156,12 @@ class TxRope extends TxLab {
     const line = (values) => values.map((y, i) => `${i ? "L" : "M"}${xs(i).toFixed(2)},${ys(y).toFixed(2)}`).join("");
     const ticks = [lo, lo / 2, 0, 0.5, 1].filter((t, i, all) => all.indexOf(t) === i && t >= lo);
     const offset = m - n;
-    const points = v.distances.map((d, i) => `<circle class="pt" r="1.3" cx="${xs(d).toFixed(2)}" cy="${ys(v.similarity[i]).toFixed(2)}"
-      data-distance="${d}" data-similarity="${v.similarity[i]}" data-bound="${v.bound[i]}"></circle>`).join("");
+    const points = v.distances
+      .map(
+        (d, i) => `<circle class="pt" r="1.3" cx="${xs(d).toFixed(2)}" cy="${ys(v.similarity[i]).toFixed(2)}"
+      data-distance="${d}" data-similarity="${v.similarity[i]}" data-bound="${v.bound[i]}"></circle>`,
+      )
+      .join("");
     this.$(".chart").innerHTML = `<svg viewBox="0 0 ${w} ${h}" role="img"
         aria-label="Cosine between rotated query and key falls from 1 at distance 0 but rises again at ${v.similarity_rises.length} of ${MAX_DISTANCE} distances: not monotonic">
       ${ticks.map((t) => `<line class="grid" x1="${left}" x2="${w - 6}" y1="${ys(t)}" y2="${ys(t)}"></line><text x="${left - 4}" y="${ys(t) + 3}" text-anchor="end">${t.toFixed(2)}</text>`).join("")}
@@ -159,7 +172,9 @@ class TxRope extends TxLab {
       ${offset >= 0 && offset <= MAX_DISTANCE ? `<line class="now" x1="${xs(offset)}" x2="${xs(offset)}" y1="${top}" y2="${h - bottom}"></line>` : ""}
       <g class="points">${points}</g>
     </svg>`;
-    this.$("details tbody").innerHTML = v.distances.map((d, i) => `<tr><td>${d}</td><td>${v.similarity[i].toFixed(4)}</td><td>${v.bound[i].toFixed(4)}</td></tr>`).join("");
+    this.$("details tbody").innerHTML = v.distances
+      .map((d, i) => `<tr><td>${d}</td><td>${v.similarity[i].toFixed(4)}</td><td>${v.bound[i].toFixed(4)}</td></tr>`)
+      .join("");
   }
 
   renderReadout(v, { m, n, pair }) {

@@ -74,17 +74,21 @@ class TxSampling extends TxLab {
   draw(dist) {
     const peak = Math.max(...dist.probs, ...dist.base_probs);
     const width = (p) => (peak > 0 ? (100 * p) / peak : 0);
-    this.$(".bars").innerHTML = dist.probs.map((p, i) => `
+    this.$(".bars").innerHTML = dist.probs
+      .map(
+        (p, i) => `
       <div class="bar-row${dist.kept[i] ? "" : " removed"}" role="listitem" data-index="${i}" data-prob="${p}"
            title="${dist.kept[i] ? "kept" : "filtered out"}: ${formatProb(dist.base_probs[i])} before filtering">
         <span class="label">${escapeHtml(this.labels[i])}</span>
         <span class="bar">${dist.kept[i] ? `<span style="width:${width(p)}%"></span>` : `<span class="base" style="width:${width(dist.base_probs[i])}%"></span>`}</span>
         <span class="value">${formatProb(p)}</span>
-      </div>`).join("");
+      </div>`,
+      )
+      .join("");
     this.$(".summary").textContent = dist.greedy
       ? "Temperature 0: greedy decoding always picks the highest-scoring token."
-      : `${dist.num_kept} of ${dist.probs.length} tokens can be sampled; they held ${formatProb(dist.kept_mass)} of the tempered probability. `
-        + `Entropy ${dist.entropy_bits.toFixed(2)} bits.`;
+      : `${dist.num_kept} of ${dist.probs.length} tokens can be sampled; they held ${formatProb(dist.kept_mass)} of the tempered probability. ` +
+        `Entropy ${dist.entropy_bits.toFixed(2)} bits.`;
   }
 }
 

@@ -43,9 +43,20 @@ const USAGE = [
   ["kv_precision", "KV precision", ["fp16", "bf16", "fp32", "int8", "int4"], "bytes per cached number"],
 ];
 /** Largest value of each count that demos.size takes (top_k: at most the experts, checked there). */
-const MAX = { n_layer: 10_000, d_model: 1_000_000, n_head: 100_000, n_kv_head: 100_000, d_ff: 10_000_000,
-  vocab_size: 10_000_000, n_positions: 10_000_000, n_segments: 1_000, n_experts: 10_000, n_shared_experts: 10_000,
-  context_length: 100_000_000, train_tokens: 1e15 };
+const MAX = {
+  n_layer: 10_000,
+  d_model: 1_000_000,
+  n_head: 100_000,
+  n_kv_head: 100_000,
+  d_ff: 10_000_000,
+  vocab_size: 10_000_000,
+  n_positions: 10_000_000,
+  n_segments: 1_000,
+  n_experts: 10_000,
+  n_shared_experts: 10_000,
+  context_length: 100_000_000,
+  train_tokens: 1e15,
+};
 const PRECISIONS = ["fp32", "fp16", "int8", "int4"];
 
 const STYLE = `
@@ -70,7 +81,12 @@ const STYLE = `
 
 /** "124.44 M"-style count with the exact integer after it. */
 function formatCount(n) {
-  const units = [[1e12, "T"], [1e9, "B"], [1e6, "M"], [1e3, "k"]];
+  const units = [
+    [1e12, "T"],
+    [1e9, "B"],
+    [1e6, "M"],
+    [1e3, "k"],
+  ];
   const [scale, unit] = units.find(([s]) => n >= s) ?? [1, ""];
   const short = unit ? `${(n / scale).toFixed(n / scale >= 100 ? 1 : 2)} ${unit}` : String(n);
   return unit ? `${short} (${Math.round(n).toLocaleString("en")})` : short;
@@ -78,7 +94,13 @@ function formatCount(n) {
 
 /** Bytes in decimal units, e.g. "497.76 MB". */
 function formatSize(bytes) {
-  const units = [[1e15, "PB"], [1e12, "TB"], [1e9, "GB"], [1e6, "MB"], [1e3, "kB"]];
+  const units = [
+    [1e15, "PB"],
+    [1e12, "TB"],
+    [1e9, "GB"],
+    [1e6, "MB"],
+    [1e3, "kB"],
+  ];
   const [scale, unit] = units.find(([s]) => bytes >= s) ?? [1, "B"];
   return `${(bytes / scale).toFixed(2)} ${unit}`;
 }
@@ -118,14 +140,16 @@ class TxSizeCalc extends TxLab {
   async prepare() {
     const [presets, table] = await Promise.all([callDemo("size", "presets"), callDemo("size", "preset_table")]);
     this.presets = presets;
-    this.$('[name="preset"]').innerHTML = presets.map((p) => `<option value="${p.id}">${escapeHtml(p.name)}</option>`).join("")
-      + '<option value="custom">custom (edited)</option>';
+    this.$('[name="preset"]').innerHTML =
+      presets.map((p) => `<option value="${p.id}">${escapeHtml(p.name)}</option>`).join("") + '<option value="custom">custom (edited)</option>';
     this.renderPresetTable(table);
     const wanted = this.getAttribute("preset") ?? "gpt2-small";
     const known = presets.some((p) => p.id === wanted);
-    if (!known) { // said once, after the first preset is computed
-      this.notice = `There is no preset “${wanted.slice(0, 40)}” (the preset attribute): showing ${presets[0].name}.`
-        + ` The ids are ${presets.map((p) => p.id).join(", ")}.`;
+    if (!known) {
+      // said once, after the first preset is computed
+      this.notice =
+        `There is no preset “${wanted.slice(0, 40)}” (the preset attribute): showing ${presets[0].name}.` +
+        ` The ids are ${presets.map((p) => p.id).join(", ")}.`;
     }
     this.applyPreset(known ? wanted : presets[0].id);
     for (const el of this.shadowRoot.querySelectorAll(".fields [name]")) {
@@ -138,8 +162,7 @@ class TxSizeCalc extends TxLab {
     const preset = this.presets.find((p) => p.id === id);
     if (!preset) return false;
     this.$('[name="preset"]').value = id;
-    const config = { n_kv_head: "", n_segments: 0, pooler: false, n_experts: 1, top_k: 1, n_shared_experts: 0,
-      ...preset.config };
+    const config = { n_kv_head: "", n_segments: 0, pooler: false, n_experts: 1, top_k: 1, n_shared_experts: 0, ...preset.config };
     for (const [name] of FIELDS) this.setField(name, config[name]);
     this.setField("context_length", config.n_positions || 2048);
     this.setField("train_tokens", preset.train_tokens ?? "");
@@ -217,8 +240,12 @@ class TxSizeCalc extends TxLab {
       row("One layer: attention", "parameters.attention_per_layer", p.attention_per_layer),
       row("One layer: FFN (all experts)", "parameters.ffn_per_layer", p.ffn_per_layer),
       row("Output head (0 when tied)", "parameters.lm_head", p.lm_head),
-      row("Active per token (MoE)", "moe.active", r.moe.active,
-        moe ? `${formatCount(r.moe.active)}, ${(100 * r.moe.active_fraction).toFixed(1)}% of all` : `${formatCount(r.moe.active)}: dense, all of them`),
+      row(
+        "Active per token (MoE)",
+        "moe.active",
+        r.moe.active,
+        moe ? `${formatCount(r.moe.active)}, ${(100 * r.moe.active_fraction).toFixed(1)}% of all` : `${formatCount(r.moe.active)}: dense, all of them`,
+      ),
       group("Memory for the weights"),
       ...PRECISIONS.map((name) => row(name, `weight_memory.${name}`, r.weight_memory[name], formatSize(r.weight_memory[name]))),
       group(`KV cache (${escapeHtml(kv.precision)})`),
@@ -234,10 +261,14 @@ class TxSizeCalc extends TxLab {
   }
 
   renderPresetTable(rows) {
-    this.$(".all tbody").innerHTML = rows.map((r) => `<tr data-id="${r.id}">
+    this.$(".all tbody").innerHTML = rows
+      .map(
+        (r) => `<tr data-id="${r.id}">
       <td>${escapeHtml(r.name)}</td><td class="num" data-published="${r.published}">${escapeHtml(r.published_label)}</td>
       <td class="num" data-computed="${r.computed}">${formatCount(r.computed)}</td>
-      <td class="num" data-relative-error="${r.relative_error}">${r.relative_error >= 0 ? "+" : "−"}${Math.abs(100 * r.relative_error).toFixed(2)}%</td></tr>`).join("");
+      <td class="num" data-relative-error="${r.relative_error}">${r.relative_error >= 0 ? "+" : "−"}${Math.abs(100 * r.relative_error).toFixed(2)}%</td></tr>`,
+      )
+      .join("");
   }
 }
 

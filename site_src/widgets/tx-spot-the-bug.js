@@ -119,7 +119,9 @@ class TxSpotTheBug extends TxLab {
     if (!LIMITS.includes(limit)) select.insertAdjacentHTML("afterbegin", `<option value="${limit}">${limit} s</option>`);
     select.value = String(limit);
     this.dataset.timeLimit = select.value;
-    select.addEventListener("change", () => { this.dataset.timeLimit = select.value; });
+    select.addEventListener("change", () => {
+      this.dataset.timeLimit = select.value;
+    });
     this.$('select[name="bug"]').addEventListener("change", (e) => this.showBug(e.target.value));
     this.$('button[name="check"]').addEventListener("click", () => this.check());
     this.$('button[name="stop"]').addEventListener("click", () => this.stopper?.abort());
@@ -169,8 +171,10 @@ class TxSpotTheBug extends TxLab {
     const wanted = this.getAttribute("bug");
     const known = this.catalogue.some((b) => b.id === wanted);
     if (wanted !== null && !known) {
-      this.attributeErrors.push(`There is no snippet “${wanted.slice(0, 40)}” (the bug attribute): showing the first one.`
-        + ` The ids are ${this.catalogue.map((b) => b.id).join(", ")}.`);
+      this.attributeErrors.push(
+        `There is no snippet “${wanted.slice(0, 40)}” (the bug attribute): showing the first one.` +
+          ` The ids are ${this.catalogue.map((b) => b.id).join(", ")}.`,
+      );
     }
     this.showBug(known ? wanted : this.catalogue[0].id);
     if (this.attributeErrors.length) this.showError(this.attributeErrors.join(" "));
@@ -179,7 +183,11 @@ class TxSpotTheBug extends TxLab {
 
   showBug(id) {
     try {
-      parseChoice(id, this.catalogue.map((b, i) => [b.id, `${i + 1}. ${b.title}`]), { label: "The snippet" });
+      parseChoice(
+        id,
+        this.catalogue.map((b, i) => [b.id, `${i + 1}. ${b.title}`]),
+        { label: "The snippet" },
+      );
     } catch (err) {
       if (this.bug) this.$('select[name="bug"]').value = this.bug.id; // keep showing the one on screen
       this.showError(err);
@@ -256,8 +264,11 @@ class TxSpotTheBug extends TxLab {
     this.dataset.result = kind;
     if (result.max_abs_error === null) delete this.dataset.maxAbsError;
     else this.dataset.maxAbsError = String(result.max_abs_error);
-    const box = this.panel(kind, result.passed ? "✓ Passed." : result.error ? "✗ Error." : "✗ Not yet.",
-      result.passed ? result.message.replace(/^Passed: /, "") : result.message);
+    const box = this.panel(
+      kind,
+      result.passed ? "✓ Passed." : result.error ? "✗ Error." : "✗ Not yet.",
+      result.passed ? result.message.replace(/^Passed: /, "") : result.message,
+    );
     const output = this.$(".output");
     output.hidden = !result.output;
     output.textContent = result.output;
@@ -268,9 +279,10 @@ class TxSpotTheBug extends TxLab {
   showStopped(err) {
     this.dataset.result = "stopped";
     this.dataset.stoppedAfter = String(err.seconds);
-    const how = this.dataset.interrupt === "interrupt"
-      ? "Python was interrupted"
-      : "Python was restarted (this page cannot interrupt it), so the next check takes a few seconds longer";
+    const how =
+      this.dataset.interrupt === "interrupt"
+        ? "Python was interrupted"
+        : "Python was restarted (this page cannot interrupt it), so the next check takes a few seconds longer";
     this.panel("stopped", "■ Stopped.", `${err.message} ${how}. Is there a loop that never ends? Edit the code and check again.`);
   }
 

@@ -23,7 +23,8 @@ async function cosines(model, row) {
   const out = new Float64Array(V);
   await scanRows(model, "wte", (first, count, rows) => {
     for (let i = 0; i < count; i++) {
-      let dot = 0, sq = 0;
+      let dot = 0,
+        sq = 0;
       for (let c = 0; c < C; c++) {
         const v = rows[i * C + c];
         dot += row[c] * v;
@@ -50,8 +51,15 @@ class TxStageEmbedding extends PipelineStage {
     const cols = Math.min(C, MAX_COLS);
     const rows = ids.map((_, t) => Array.from(wte.subarray(t * C, t * C + cols)));
     const cos = await cosines(model, wte.subarray(pos * C, (pos + 1) * C));
-    const order = Array.from(cos.keys()).sort((a, b) => cos[b] - cos[a] || a - b).slice(0, NEIGHBOURS + 1);
-    const table = order.map((id) => `<tr data-id="${id}" data-cos="${cos[id]}"><td>${escapeHtml(visible(model.tokenizer.tokenToString(id)))}</td><td>${id}</td><td>${cos[id].toFixed(4)}</td></tr>`).join("");
+    const order = Array.from(cos.keys())
+      .sort((a, b) => cos[b] - cos[a] || a - b)
+      .slice(0, NEIGHBOURS + 1);
+    const table = order
+      .map(
+        (id) =>
+          `<tr data-id="${id}" data-cos="${cos[id]}"><td>${escapeHtml(visible(model.tokenizer.tokenToString(id)))}</td><td>${id}</td><td>${cos[id].toFixed(4)}</td></tr>`,
+      )
+      .join("");
     return `${shapeLine("Embedding table wte", [GPT2_SMALL.vocab_size, GPT2_SMALL.n_embd], [V, C], model.info.name)}
       ${shapeLine("Looked-up rows", [ids.length, GPT2_SMALL.n_embd], [ids.length, C], model.info.name)}
       <div class="pl-figs">

@@ -23,12 +23,14 @@ class TxStageLogits extends PipelineStage {
     const w = await readWeights(model, ["wte", "ln_f.weight", "ln_f.bias"], { wte: top.map(({ id }) => id) }); // wte (TOP, C)
     const last = run.hidden[L].subarray((T - 1) * C, T * C);
     const h = layerNorm(last, 1, C, w["ln_f.weight"], w["ln_f.bias"]);
-    const rows = top.map(({ id }, k) => {
-      const row = w.wte.subarray(k * C, (k + 1) * C);
-      let dot = 0;
-      for (let c = 0; c < C; c++) dot += h[c] * row[c];
-      return `<tr data-id="${id}" data-logit="${run.logits[id]}" data-recomputed="${dot}"><td>${escapeHtml(visible(model.tokenizer.tokenToString(id)))}</td><td>${id}</td><td>${run.logits[id].toFixed(4)}</td><td>${dot.toFixed(4)}</td></tr>`;
-    }).join("");
+    const rows = top
+      .map(({ id }, k) => {
+        const row = w.wte.subarray(k * C, (k + 1) * C);
+        let dot = 0;
+        for (let c = 0; c < C; c++) dot += h[c] * row[c];
+        return `<tr data-id="${id}" data-logit="${run.logits[id]}" data-recomputed="${dot}"><td>${escapeHtml(visible(model.tokenizer.tokenToString(id)))}</td><td>${id}</td><td>${run.logits[id].toFixed(4)}</td><td>${dot.toFixed(4)}</td></tr>`;
+      })
+      .join("");
     const g = GPT2_SMALL;
     return `${shapeLine("last token's vector", [g.n_embd], [C], model.info.name)}
       ${shapeLine("× wteᵀ", [g.n_embd, g.vocab_size], [C, V], model.info.name)}

@@ -36,7 +36,9 @@ class TxStageLoop extends PipelineStage {
       const length = ids.length + n; // positions cached after this step
       newIds.push(token.id);
       text += token.text;
-      rows.push(`<tr data-id="${token.id}" data-fed="${fed}" data-cache-bytes="${length * perToken}"><td>${n + 1}</td><td>${escapeHtml(visible(token.piece))}</td><td>${token.id}</td><td>${fed}</td><td>${fromCache}</td><td>${length}</td><td>${((length * perToken) / 1024).toFixed(1)} KiB</td></tr>`);
+      rows.push(
+        `<tr data-id="${token.id}" data-fed="${fed}" data-cache-bytes="${length * perToken}"><td>${n + 1}</td><td>${escapeHtml(visible(token.piece))}</td><td>${token.id}</td><td>${fed}</td><td>${fromCache}</td><td>${length}</td><td>${((length * perToken) / 1024).toFixed(1)} KiB</td></tr>`,
+      );
     }
     const summary = await run.result;
     const g = GPT2_SMALL;

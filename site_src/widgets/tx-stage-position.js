@@ -26,11 +26,13 @@ export function sinusoid(p, d) {
 
 function cosineMatrix(rows) {
   const norm = rows.map((r) => Math.sqrt(r.reduce((s, v) => s + v * v, 0)));
-  return rows.map((a, i) => rows.map((b, j) => {
-    let s = 0;
-    for (let c = 0; c < a.length; c++) s += a[c] * b[c];
-    return norm[i] && norm[j] ? s / (norm[i] * norm[j]) : 0;
-  }));
+  return rows.map((a, i) =>
+    rows.map((b, j) => {
+      let s = 0;
+      for (let c = 0; c < a.length; c++) s += a[c] * b[c];
+      return norm[i] && norm[j] ? s / (norm[i] * norm[j]) : 0;
+    }),
+  );
 }
 
 class TxStagePosition extends PipelineStage {

@@ -40,7 +40,12 @@ class TxStageResidual extends BlockStage {
     const stats = rowStats(b.x, T, C);
     const lnStats = rowStats(b.ln1, T, C);
     const n = { x: rowNorms(b.x, T, C), attn: rowNorms(b.attnOut, T, C), mid: rowNorms(b.mid, T, C), mlp: rowNorms(update, T, C), next: rowNorms(next, T, C) };
-    const rows = ids.map((id, t) => `<tr><td>${t} ${escapeHtml(visible(model.tokenizer.tokenToString(id)))}</td><td>${n.x[t].toFixed(3)}</td><td>${stats[t].mean.toFixed(3)} / ${stats[t].std.toFixed(3)}</td><td>${lnStats[t].mean.toFixed(3)} / ${lnStats[t].std.toFixed(3)}</td><td>${n.attn[t].toFixed(3)}</td><td>${n.mlp[t].toFixed(3)}</td><td>${n.next[t].toFixed(3)}</td></tr>`).join("");
+    const rows = ids
+      .map(
+        (id, t) =>
+          `<tr><td>${t} ${escapeHtml(visible(model.tokenizer.tokenToString(id)))}</td><td>${n.x[t].toFixed(3)}</td><td>${stats[t].mean.toFixed(3)} / ${stats[t].std.toFixed(3)}</td><td>${lnStats[t].mean.toFixed(3)} / ${lnStats[t].std.toFixed(3)}</td><td>${n.attn[t].toFixed(3)}</td><td>${n.mlp[t].toFixed(3)}</td><td>${n.next[t].toFixed(3)}</td></tr>`,
+      )
+      .join("");
     const diff = maxAbsDiff(b.next, b.nextModel);
     const cols = Math.min(C, MAX_COLS);
     return `${shapeLine("x before and after the block", [T, GPT2_SMALL.n_embd], [T, C], model.info.name)}

@@ -41,7 +41,11 @@ export function filteredDistribution(logits, { temperature, topK, topP }) {
   }
   let total = 0;
   const kept = [];
-  for (let i = 0; i < V; i++) if (scaled[i] >= floor) { kept.push(i); total += Math.exp(scaled[i]); }
+  for (let i = 0; i < V; i++)
+    if (scaled[i] >= floor) {
+      kept.push(i);
+      total += Math.exp(scaled[i]);
+    }
   return { probs: new Map(kept.map((i) => [i, Math.exp(scaled[i]) / total])), candidates: kept.length };
 }
 
@@ -55,17 +59,25 @@ class TxStageSampling extends PipelineStage {
 
   async draw({ model, ids, run }) {
     const field = (name) => this.$(`input[name=${name}]`).value;
-    const settings = checkSampling({
-      temperature: parseNumber(field("temperature"), { label: "Temperature", min: 0, max: 5 }),
-      topK: parseInteger(field("topk"), { label: "Top-k", min: 0, max: model.info.config.vocab_size }),
-      topP: parseNumber(field("topp"), { label: "Top-p", min: 0, max: 1 }),
-    }, model.info.config.vocab_size);
+    const settings = checkSampling(
+      {
+        temperature: parseNumber(field("temperature"), { label: "Temperature", min: 0, max: 5 }),
+        topK: parseInteger(field("topk"), { label: "Top-k", min: 0, max: model.info.config.vocab_size }),
+        topP: parseNumber(field("topp"), { label: "Top-p", min: 0, max: 1 }),
+      },
+      model.info.config.vocab_size,
+    );
     const seed = parseInteger(field("seed"), { label: "The seed", min: 0, max: MAX_SEED });
     const { probs, candidates } = filteredDistribution(run.logits, settings);
     const pick = sampleToken(run.logits, settings, new Rng(seed));
     const top = [...probs.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, SHOW);
     const best = top[0][1];
-    const rows = top.map(([id, p]) => `<tr data-id="${id}" data-prob="${p}"${id === pick.id ? ' class="picked"' : ""}><td>${escapeHtml(visible(model.tokenizer.tokenToString(id)))}${id === pick.id ? " ◀ drawn" : ""}</td><td>${id}</td><td><span class="bar" style="display:inline-block;height:0.7em;background:currentColor;width:${(6 * p) / best}em"></span> ${formatProb(p)}</td></tr>`).join("");
+    const rows = top
+      .map(
+        ([id, p]) =>
+          `<tr data-id="${id}" data-prob="${p}"${id === pick.id ? ' class="picked"' : ""}><td>${escapeHtml(visible(model.tokenizer.tokenToString(id)))}${id === pick.id ? " ◀ drawn" : ""}</td><td>${id}</td><td><span class="bar" style="display:inline-block;height:0.7em;background:currentColor;width:${(6 * p) / best}em"></span> ${formatProb(p)}</td></tr>`,
+      )
+      .join("");
     return `${shapeLine("probabilities", [GPT2_SMALL.vocab_size], [model.info.config.vocab_size], model.info.name)}
       <p class="pl-note pl-summary" data-candidates="${candidates}" data-sampled="${pick.id}">${candidates.toLocaleString("en")} candidate${candidates === 1 ? "" : "s"} survive the filters; seed ${seed} draws “${escapeHtml(visible(model.tokenizer.tokenToString(pick.id)))}” (id ${pick.id}, probability ${formatProb(pick.sampleProb)} in this distribution).</p>
       <figure class="pl-fig"><figcaption>Figure 7. The most likely kept tokens and their probabilities after the dials (bar length and number).</figcaption>

@@ -27,8 +27,14 @@ class TxStageSum extends PipelineStage {
     const cap = `first ${cols} of ${C}`;
     return `${shapeLine("x = token rows + position rows", [T, GPT2_SMALL.n_embd], [T, C], model.info.name)}
       <div class="pl-figs">
-      ${heatmap(tok.map((r) => Array.from(r.subarray(0, cols))), { name: "token-rows", caption: `wte[id] (${cap})`, rowLabels: labels, cell: 5 })}
-      ${heatmap(pos.map((r) => Array.from(r.subarray(0, cols))), { name: "position-rows", caption: `+ wpe[pos] (${cap})`, cell: 5 })}
+      ${heatmap(
+        tok.map((r) => Array.from(r.subarray(0, cols))),
+        { name: "token-rows", caption: `wte[id] (${cap})`, rowLabels: labels, cell: 5 },
+      )}
+      ${heatmap(
+        pos.map((r) => Array.from(r.subarray(0, cols))),
+        { name: "position-rows", caption: `+ wpe[pos] (${cap})`, cell: 5 },
+      )}
       ${heatmap(slice2d(run.hidden[0], T, C, 0, cols), { name: "hidden_states.0", caption: `= x, the model's hidden_states.0 (${cap})`, cell: 5 })}
       </div>
       <p class="pl-note pl-check" data-max-diff="${diff}">Figure 4. The sum computed here from ${await weightsPhrase(model)} differs from the model's own x by at most ${diff.toExponential(2)}.</p>`;

@@ -20,7 +20,9 @@ async function merges(model) {
       if (!r.ok) throw new Error(`HTTP ${r.status} for ${url}`);
       return r.text();
     });
-    mergesText.catch(() => { mergesText = null; });
+    mergesText.catch(() => {
+      mergesText = null;
+    });
   }
   return mergesText;
 }
@@ -37,7 +39,12 @@ class TxStageTokens extends PipelineStage {
   async draw({ model, ids, enc }) {
     const { tokenizer } = model;
     const text = this.$(".pl-prompt input").value;
-    const chips = ids.map((id, i) => `<span class="pl-token" data-id="${id}"><span>${escapeHtml(visible(tokenizer.tokenToString(id)))}</span><small>${id}</small><small>pos ${i}</small></span>`).join("");
+    const chips = ids
+      .map(
+        (id, i) =>
+          `<span class="pl-token" data-id="${id}"><span>${escapeHtml(visible(tokenizer.tokenToString(id)))}</span><small>${id}</small><small>pos ${i}</small></span>`,
+      )
+      .join("");
     const result = await callDemo("bpe", "apply_merges", { text: text.slice(0, 2000), merges: await merges(model) });
     const words = result.words;
     const select = this.$("select[name=word]");
@@ -45,10 +52,17 @@ class TxStageTokens extends PipelineStage {
     if (!(chosen >= 0 && chosen < words.length)) {
       chosen = words.reduce((best, w, i) => (w.word.length > words[best].word.length ? i : best), 0);
     }
-    select.innerHTML = words.slice(0, 64).map((w, i) => `<option value="${i}"${i === chosen ? " selected" : ""}>${escapeHtml(visible(w.word.replace(/Ġ/g, " ")))}</option>`).join("");
+    select.innerHTML = words
+      .slice(0, 64)
+      .map((w, i) => `<option value="${i}"${i === chosen ? " selected" : ""}>${escapeHtml(visible(w.word.replace(/Ġ/g, " ")))}</option>`)
+      .join("");
     const word = words[chosen];
-    const steps = [`<li><code>${word.initial.map(escapeHtml).join(" · ")}</code> (bytes as characters; Ġ is a space)</li>`]
-      .concat(word.steps.map((s) => `<li>merge <code>${escapeHtml(s.pair[0])} + ${escapeHtml(s.pair[1])}</code> (rank ${s.rank}) → <code>${s.symbols.map(escapeHtml).join(" · ")}</code></li>`));
+    const steps = [`<li><code>${word.initial.map(escapeHtml).join(" · ")}</code> (bytes as characters; Ġ is a space)</li>`].concat(
+      word.steps.map(
+        (s) =>
+          `<li>merge <code>${escapeHtml(s.pair[0])} + ${escapeHtml(s.pair[1])}</code> (rank ${s.rank}) → <code>${s.symbols.map(escapeHtml).join(" · ")}</code></li>`,
+      ),
+    );
     return `${shapeLine("Token ids", [ids.length], [ids.length], model.info.name)}
       <p class="pl-note">${enc.total} token${enc.total === 1 ? "" : "s"} from ${[...text].length} characters; the vocabulary has ${GPT2_SMALL.vocab_size.toLocaleString("en")} entries.</p>
       <figure class="pl-fig"><figcaption>Figure 1. Your prompt as tokens: the piece, its id (a row of the embedding table) and its position.</figcaption>

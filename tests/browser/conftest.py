@@ -15,13 +15,24 @@ from sitebuild.chromium import find_chromium
 from sitebuild.serve import serve_in_thread
 
 BASE_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
     # Chromium contacts Google hosts at start-up even with the flags above; resolve nothing but localhost.
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
 ]
-WEBGPU_ARGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-angle=swiftshader",
-               "--use-webgpu-adapter=swiftshader", "--enable-unsafe-swiftshader"]
+WEBGPU_ARGS = [
+    "--enable-unsafe-webgpu",
+    "--enable-features=Vulkan",
+    "--use-angle=swiftshader",
+    "--use-webgpu-adapter=swiftshader",
+    "--enable-unsafe-swiftshader",
+]
 
 
 @pytest.fixture(scope="session")

@@ -65,18 +65,19 @@ SELECT_VALUES = {"not an option": "nope", "empty": "", "img payload": IMG}
 # Typed by a reader: Playwright's fill for text (not the lone surrogate, which no keyboard makes,
 # nor the numbers, which script covers), key presses into number fields (fill refuses what is
 # not a number there).
-TYPED_TEXT = {k: TEXT_VALUES[k] for k in ("empty", "whitespace", "10,000 characters", "non-ASCII", "emoji", "img payload",
-                                          "script payload")}
+TYPED_TEXT = {k: TEXT_VALUES[k] for k in ("empty", "whitespace", "10,000 characters", "non-ASCII", "emoji", "img payload", "script payload")}
 TYPED_NUMBER = {k: TEXT_VALUES[k] for k in ("-1", "1e308", "huge int", "abc", "1,5")}
 NUMBER = re.compile(r"-?\d+(\.\d+)?(e\d+)?")
 TEXTUAL = {"text", "textarea", "search", "url", "email", "tel", "password"}
 # What in an error message means code failed rather than an input being refused, or speaks
 # Python to the reader: a codec error, a repr such as got '' / got inf, a number that lost its
 # digits on the way ("got 123456789012345677877719597056" for the 30 digits typed).
-RAW_ERROR = re.compile(r"TypeError|ReferenceError|SyntaxError: (?!invalid syntax)|is not a function|is not defined|"
-                       r"Cannot read prop|\[object \w+\]|\bundefined\b|\bNaN\b|Traceback \(most recent|"
-                       r"codec can't|surrogates not allowed|(?<![\w“])''(?![\w”])|\bgot -?(?:inf|nan)\b|"
-                       r"\bgot -?[\d,.]{16,}|\bgot -?\d(?:\.\d+)?e[+-]?\d")
+RAW_ERROR = re.compile(
+    r"TypeError|ReferenceError|SyntaxError: (?!invalid syntax)|is not a function|is not defined|"
+    r"Cannot read prop|\[object \w+\]|\bundefined\b|\bNaN\b|Traceback \(most recent|"
+    r"codec can't|surrogates not allowed|(?<![\w“])''(?![\w”])|\bgot -?(?:inf|nan)\b|"
+    r"\bgot -?[\d,.]{16,}|\bgot -?\d(?:\.\d+)?e[+-]?\d"
+)
 
 
 class Sweep:
@@ -119,16 +120,28 @@ class Sweep:
         else:
             problems += [f"status shows {m.group(0)!r}" for m in BAD_VALUE.finditer(info["status"])]
         t2 = time.perf_counter()
-        new = self.watched.errors[self.seen_errors:]
+        new = self.watched.errors[self.seen_errors :]
         self.seen_errors = len(self.watched.errors)
         problems += [f"console/uncaught: {e[:200]}" for e in new if not any(m in e for m in self.watched.expected)]
         for p in problems:
             self.problems.append(f"{what}: {p}")
         if LOG:
             with open(LOG, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"widget": self.sel, "what": what, "ms": result.get("ms"), "step_s": round(t1 - t0, 3),
-                                    "text_s": round(t2 - t1, 3), "state": info["state"], "status": info["status"][:300],
-                                    "problems": problems}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "widget": self.sel,
+                            "what": what,
+                            "ms": result.get("ms"),
+                            "step_s": round(t1 - t0, 3),
+                            "text_s": round(t2 - t1, 3),
+                            "state": info["state"],
+                            "status": info["status"][:300],
+                            "problems": problems,
+                        }
+                    )
+                    + "\n"
+                )
         if info["injected"]:  # one payload that ran would poison every later check
             self.page.evaluate("() => { window.__pwned = undefined; __bx.alerts = 0; }")
         return info
@@ -180,14 +193,13 @@ def sweep_control(sweep: Sweep, c: dict) -> None:
             sweep.settle(f"{what} = {name} (typed)")
     info = sweep.settle(f"{what} back to {c['value'][:40]!r}", action={"set": [i, c["value"], "value"]})
     if info and info["state"] != "ready":
-        sweep.problems.append(f"{what}: still {info['state']} after putting back its first value "
-                              f"({info['status'][:120]!r})")
+        sweep.problems.append(f"{what}: still {info['state']} after putting back its first value ({info['status'][:120]!r})")
 
 
 def sweep_attribute(sweep: Sweep, tag: str, attr: dict) -> int:
     values = {"present": "", "img payload": IMG} if attr["boolean"] else TEXT_VALUES
     for name, value in values.items():
-        sweep.settle(f'attribute {attr["name"]}={name}', action={"replace": [tag, [[attr["name"], value]]]})
+        sweep.settle(f"attribute {attr['name']}={name}", action={"replace": [tag, [[attr["name"], value]]]})
     return len(values)
 
 
@@ -210,9 +222,11 @@ def test_widget_survives_bad_input(widget_page, tag):
     for attr in entry["attributes"]:
         sweep_attribute(sweep, tag, attr)
     sweep.problems += [f"request to another origin: {url[:200]}" for url in watched.external[external:]]
-    print(f"\n<{tag}>: {len(controls)} controls ({control_checks} values checked; {offered} offered to fields, "
-          f"{offered - sweep.distinct} of them the same as one checked), "
-          f"{len(entry['attributes'])} attributes ({sweep.tried - control_checks} values) in {time.time() - t0:.1f} s")
+    print(
+        f"\n<{tag}>: {len(controls)} controls ({control_checks} values checked; {offered} offered to fields, "
+        f"{offered - sweep.distinct} of them the same as one checked), "
+        f"{len(entry['attributes'])} attributes ({sweep.tried - control_checks} values) in {time.time() - t0:.1f} s"
+    )
     assert not sweep.problems, f"<{tag}>: {len(sweep.problems)} problems:\n" + "\n".join(sweep.problems[:80])
 
 
@@ -220,6 +234,7 @@ def test_embed_builder_survives_bad_input(page):
     """<tx-embed-builder> on "Embed in your course": its selects and attribute fields (light
     DOM) take the same values; the snippets must carry them escaped and the page stay clean."""
     page.page.add_init_script(INSTRUMENT)
+
     # The live preview would start a Python for every value: it gets a blank page instead (the
     # embed pages are the other tests' business); its address is in the snippet checked here.
     def preview(route):

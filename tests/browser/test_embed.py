@@ -42,8 +42,14 @@ MODEL_JS = SITE / "assets" / "tx" / "runtime" / "model.js"  # as built into the 
 
 # conftest.py's arguments, with localhost resolved too (Chromium must reach no other host).
 BROWSER_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run", "--disable-quic", "--disable-dev-shm-usage",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
 ]
 LOOP = "def causal_attention(q, k, v):\n    while True:\n        pass\n"
@@ -159,12 +165,15 @@ def site_page(embed_browser, site_url):
 def on_site(page, tag, attributes):
     """Put a widget with these attributes on the site's own page; returns its locator."""
     element_id = f"site-{tag}"
-    page.evaluate("""([tag, id, attributes]) => {
+    page.evaluate(
+        """([tag, id, attributes]) => {
         const el = document.createElement(tag);
         el.id = id;
         for (const [k, v] of Object.entries(attributes)) el.setAttribute(k, v);
         document.querySelector("article").append(el);
-    }""", [tag, element_id, attributes])
+    }""",
+        [tag, element_id, attributes],
+    )
     return page.locator(f"#{element_id}")
 
 
@@ -176,7 +185,8 @@ def wait_widget(scope, selector, condition="true", timeout=TIMEOUT):
     """Wait until the widget is ready (and `condition` holds for it as `el`); errors fail at once."""
     el = scope.locator(selector)
     el.wait_for(state="attached", timeout=timeout)
-    el.evaluate(f"""(el, timeout) => new Promise((resolve, reject) => {{
+    el.evaluate(
+        f"""(el, timeout) => new Promise((resolve, reject) => {{
         const done = () => {{
             if (el.dataset.state === "error") reject(new Error(el.shadowRoot?.querySelector(".status-text")?.textContent
                                                              || el.textContent));
@@ -189,7 +199,9 @@ def wait_widget(scope, selector, condition="true", timeout=TIMEOUT):
         observer.observe(el, {{ attributes: true, subtree: true, childList: true }});
         if (el.shadowRoot) observer.observe(el.shadowRoot, {{ attributes: true, subtree: true, childList: true }});
         setTimeout(() => {{ observer.disconnect(); reject(new Error("timed out: " + el.dataset.state)); }}, timeout);
-    }})""", timeout)
+    }})""",
+        timeout,
+    )
     return el
 
 
@@ -258,8 +270,7 @@ def test_script_tag_loads_only_the_widgets_in_the_page(course, course_url):
         wait_widget(page, f"#{element_id}")
     assert page.evaluate("() => crossOriginIsolated") is False
     widget_module = re.compile(r"/assets/tx/widgets/(tx-[a-z0-9-]+)\.js$")
-    modules = {widget_module.search(url).group(1) for url, frame in watch.requests
-               if frame == course_url and widget_module.search(url)}
+    modules = {widget_module.search(url).group(1) for url, frame in watch.requests if frame == course_url and widget_module.search(url)}
     assert modules == set(SCRIPT_TAG)
     assert not [url for url, _ in watch.requests if url.endswith("/assets/tx/widgets/index.js")]
     assert page.evaluate("() => customElements.get('tx-rope')") is None  # only in its iframe
@@ -271,17 +282,15 @@ def test_sampling_by_script_tag_matches_cpython(course):
     request = request_of(widget)
     assert request == {"temperature": 0.7, "top_k": 5, "top_p": 1}  # from the tag's attributes
     logits = widget.evaluate("el => el.logits")
-    probs = [float(x) for x in widget.evaluate(
-        "el => [...el.shadowRoot.querySelectorAll('.bar-row')].map(r => r.dataset.prob)")]
+    probs = [float(x) for x in widget.evaluate("el => [...el.shadowRoot.querySelectorAll('.bar-row')].map(r => r.dataset.prob)")]
     assert probs == pytest.approx(sampling.next_token_distribution(logits=logits, **request)["probs"], abs=TOL)
 
     # A reader lowers the temperature by keyboard.
     widget.locator('input[name="temperature"]').focus()
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowLeft")
-    widget = wait_widget(page, "#sampling", 'JSON.parse(el.dataset.request).temperature === 0.6')
-    probs = [float(x) for x in widget.evaluate(
-        "el => [...el.shadowRoot.querySelectorAll('.bar-row')].map(r => r.dataset.prob)")]
+    widget = wait_widget(page, "#sampling", "JSON.parse(el.dataset.request).temperature === 0.6")
+    probs = [float(x) for x in widget.evaluate("el => [...el.shadowRoot.querySelectorAll('.bar-row')].map(r => r.dataset.prob)")]
     expected = sampling.next_token_distribution(logits=logits, **request_of(widget))["probs"]
     assert probs == pytest.approx(expected, abs=TOL)
 
@@ -294,9 +303,12 @@ def test_bpe_by_script_tag_matches_cpython(course):
     assert json.loads(widget.get_attribute("data-tokens")) == bpe.apply_merges(" embedding", site_merges())["tokens"]
 
 
-@pytest.mark.xfail(MODEL_JS.is_file() and "createModuleWorker" not in MODEL_JS.read_text(encoding="utf-8"), strict=True,
-                   reason="site_src/runtime/model.js still starts its worker with new Worker(...), which "
-                          "browsers refuse for a script on another origin; switch it to createModuleWorker")
+@pytest.mark.xfail(
+    MODEL_JS.is_file() and "createModuleWorker" not in MODEL_JS.read_text(encoding="utf-8"),
+    strict=True,
+    reason="site_src/runtime/model.js still starts its worker with new Worker(...), which "
+    "browsers refuse for a script on another origin; switch it to createModuleWorker",
+)
 def test_next_token_by_script_tag_matches_the_site(course, site_page):
     page, _ = course
     rows = "el => [...el.shadowRoot.querySelectorAll('tbody tr')].map(r => [Number(r.dataset.id), Number(r.dataset.prob)])"
@@ -317,9 +329,11 @@ def wait_sized(page, frame_id):
     """Scroll the iframe into view and wait until its height is its content's (resize messages)."""
     page.locator(f"#{frame_id}").scroll_into_view_if_needed()
     content = frame_of(page, frame_id).locator("html")
-    page.wait_for_function("""([id, h]) => Math.abs(document.getElementById(id).getBoundingClientRect().height - h) <= 1""",
-                           arg=[frame_id, math.ceil(content.evaluate("el => el.getBoundingClientRect().height"))],
-                           timeout=30_000)
+    page.wait_for_function(
+        """([id, h]) => Math.abs(document.getElementById(id).getBoundingClientRect().height - h) <= 1""",
+        arg=[frame_id, math.ceil(content.evaluate("el => el.getBoundingClientRect().height"))],
+        timeout=30_000,
+    )
 
 
 def test_rope_iframe_matches_cpython_in_dark_and_fits_its_content(course):
@@ -365,8 +379,7 @@ def test_generate_iframe_matches_the_site(course, site_page):
     embedded = json.loads(widget.get_attribute("data-ids"))
     assert len(embedded) == 8 and widget.get_attribute("data-backend") == "wasm"
 
-    reference = on_site(site_page, "tx-generate", {"prompt": "The course starts with", "temperature": "0",
-                                                   "max-new-tokens": "8", "backend": "wasm"})
+    reference = on_site(site_page, "tx-generate", {"prompt": "The course starts with", "temperature": "0", "max-new-tokens": "8", "backend": "wasm"})
     wait_widget(site_page, "#site-tx-generate")
     reference.locator("button.go").click()
     reference = wait_widget(site_page, "#site-tx-generate", "el.dataset.runs === '1' && el.dataset.running === 'false'")
@@ -404,8 +417,7 @@ def test_isolated_course_page_keeps_isolation_and_interrupts_python(embed_browse
         assert widget.get_attribute("data-interrupt") == "interrupt"
         widget.locator("textarea.code").fill(LOOP)
         widget.locator('button[name="check"]').click()
-        page.wait_for_function("() => document.querySelector('tx-spot-the-bug').dataset.result === 'stopped'",
-                               timeout=60_000)
+        page.wait_for_function("() => document.querySelector('tx-spot-the-bug').dataset.result === 'stopped'", timeout=60_000)
         assert "Python was interrupted" in widget.locator(".message").inner_text()
     finally:
         context.close()
@@ -431,15 +443,19 @@ def test_embed_page_builds_snippets_with_this_sites_address(page, site_url):
     builder.locator('select[name="theme"]').select_option("dark")
     p.wait_for_function("() => document.querySelector('tx-embed-builder').dataset.src.includes('d=16')")
     assert builder.get_attribute("data-script") == (
-        f'<script type="module" src="{site_url}assets/tx/embed/v1/widgets.js"></script>\n<tx-rope d="16"></tx-rope>')
+        f'<script type="module" src="{site_url}assets/tx/embed/v1/widgets.js"></script>\n<tx-rope d="16"></tx-rope>'
+    )
     assert f'src="{site_url}embed/rope/?d=16&amp;theme=dark"' in builder.get_attribute("data-iframe")
     assert builder.get_attribute("data-src") == f"{site_url}embed/rope/?d=16&theme=dark"
 
     # The preview is the iframe snippet at work: the bare page, sized by the snippet's listener.
-    p.wait_for_function("""() => {
+    p.wait_for_function(
+        """() => {
         const b = document.querySelector('tx-embed-builder');
         return b.dataset.previewWidget === 'tx-rope'
             && b.querySelector('iframe').style.height === b.dataset.previewHeight + 'px';
-    }""", timeout=30_000)
+    }""",
+        timeout=30_000,
+    )
     frame = p.frame_locator("iframe.tx-preview").locator("html")
     assert frame.get_attribute("data-theme") == "dark" and frame.get_attribute("data-widget") == "tx-rope"

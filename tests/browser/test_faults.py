@@ -34,8 +34,10 @@ READY_WITHIN_MS = 90_000
 #: Short stall limits for the stalled-server tests: the notice after 1 s, the failure after 4 s.
 QUICK = {"stallNoticeMs": 1000, "stallTimeoutMs": 4000}
 #: What a reader must never see: parser messages, stack traces, raw exception names.
-RAW = re.compile(r"Unexpected token|is not valid JSON at|at position \d|\bat \w+ \(|TypeError|SyntaxError|"
-                 r"CompileError|Traceback|undefined|\[object ")
+RAW = re.compile(
+    r"Unexpected token|is not valid JSON at|at position \d|\bat \w+ \(|TypeError|SyntaxError|"
+    r"CompileError|Traceback|undefined|\[object "
+)
 
 
 def _lock_file(name: str) -> str:
@@ -159,14 +161,18 @@ PYTHON_WIDGETS = {
 PYODIDE = "**/assets/vendor/pyodide/"
 
 
-@pytest.mark.parametrize("file, tag, damage", [
-    ("pyodide.asm.wasm", "tx-sampling", "it is not valid WebAssembly"),
-    ("pyodide.asm.js", "tx-size-calc", "it is not valid JavaScript"),
-    ("python_stdlib.zip", "tx-sampling", "it is not a zip archive"),
-    ("pyodide-lock.json", "tx-size-calc", "it is not valid JSON"),
-    (NUMPY_WHEEL, "tx-sampling", "its checksum does not match"),
-    (DEMOS_WHEEL, "tx-size-calc", "its checksum does not match"),
-], ids=["wasm", "asm-js", "stdlib", "lock", "numpy", "demos"])
+@pytest.mark.parametrize(
+    "file, tag, damage",
+    [
+        ("pyodide.asm.wasm", "tx-sampling", "it is not valid WebAssembly"),
+        ("pyodide.asm.js", "tx-size-calc", "it is not valid JavaScript"),
+        ("python_stdlib.zip", "tx-sampling", "it is not a zip archive"),
+        ("pyodide-lock.json", "tx-size-calc", "it is not valid JSON"),
+        (NUMPY_WHEEL, "tx-sampling", "its checksum does not match"),
+        (DEMOS_WHEEL, "tx-size-calc", "its checksum does not match"),
+    ],
+    ids=["wasm", "asm-js", "stdlib", "lock", "numpy", "demos"],
+)
 def test_python_file_missing_then_damaged_then_back(page, file, tag, damage):
     """A Pyodide runtime file or wheel that is missing (404), then damaged (garbage bytes):
     a message naming the file each time, Retry hidden while it runs, and Python back after."""
@@ -187,9 +193,12 @@ def test_python_file_missing_then_damaged_then_back(page, file, tag, damage):
 def expect_stall_notice(p, tag: str, pattern: str, shot: str):
     """While a download stalls: `tag`'s status line matches `pattern` (a regular expression), the
     widget is still loading, Retry is hidden and nothing overflows; a screenshot is taken."""
-    p.wait_for_function("""([tag, pattern]) => new RegExp(pattern)
+    p.wait_for_function(
+        """([tag, pattern]) => new RegExp(pattern)
                                .test(document.querySelector(tag).shadowRoot.querySelector('.status-text').textContent)""",
-                        arg=[tag, pattern], timeout=MESSAGE_WITHIN_MS)
+        arg=[tag, pattern],
+        timeout=MESSAGE_WITHIN_MS,
+    )
     widget = p.locator(tag)
     assert widget.get_attribute("data-state") == "loading" and retry_button(widget).is_hidden()
     check_fits(widget)
@@ -203,8 +212,7 @@ def test_python_stall_says_so_then_fails_with_retry(page):
     fault = FileFault(page.page, PYODIDE + "pyodide.asm.wasm", "stall")
     p = open_phone(page, "sampling/", limits=QUICK)
     expect_stall_notice(p, "tx-sampling", r"No data for \d+ s — still waiting for pyodide\.asm\.wasm…", "python-stalled-waiting")
-    expect_message(p, "tx-sampling", ["Python could not start: a runtime file (pyodide.asm.wasm) stopped arriving: no data for 4 s."],
-                   "python-stalled-failed")
+    expect_message(p, "tx-sampling", ["Python could not start: a runtime file (pyodide.asm.wasm) stopped arriving: no data for 4 s."], "python-stalled-failed")
     fault.clear()
     retry_until_ready(p, "tx-sampling")
     sampling_is_correct(p)
@@ -277,10 +285,13 @@ def next_token_is_correct(widget):
 def stage_logits_is_correct(widget):
     """<tx-stage-logits> lists onnxruntime's ten largest logits for the prompt's tokens."""
     p = widget.page
-    ids = p.evaluate("""async (text) => {
+    ids = p.evaluate(
+        """async (text) => {
       const { loadModel } = await import(new URL('/assets/tx/runtime/model.js', location.href).href);
       return (await loadModel({ needs: ['attentions', 'hiddenStates'] })).tokenizer.encode(text).slice(0, 16);
-    }""", widget.locator(".pl-prompt input").input_value())
+    }""",
+        widget.locator(".pl-prompt input").input_value(),
+    )
     variant = widget.get_attribute("data-variant")
     if variant not in _sessions:
         _sessions[variant] = OrtGPT2(graph_path(model_dir(), manifest(), variant), manifest()["config"])
@@ -298,13 +309,15 @@ def _without_n_layer() -> bytes:
     return json.dumps(m).encode()
 
 
-@pytest.mark.parametrize("kind, body, path, tag, words", [
-    ("http-500", "500", "", "tx-next-token", ["The model's file list (manifest.json) could not be downloaded (HTTP 500)."]),
-    ("not-json", b"<!doctype html><title>Oops</title>", "", "tx-next-token",
-     ["The model's file list (manifest.json) is damaged: it is not valid JSON."]),
-    ("no-n_layer", None, "pipeline/06-logits/", "tx-stage-logits",
-     ["The model's file list (manifest.json) is incomplete: it has no config.n_layer."]),
-], ids=["http-500", "not-json", "missing-field"])
+@pytest.mark.parametrize(
+    "kind, body, path, tag, words",
+    [
+        ("http-500", "500", "", "tx-next-token", ["The model's file list (manifest.json) could not be downloaded (HTTP 500)."]),
+        ("not-json", b"<!doctype html><title>Oops</title>", "", "tx-next-token", ["The model's file list (manifest.json) is damaged: it is not valid JSON."]),
+        ("no-n_layer", None, "pipeline/06-logits/", "tx-stage-logits", ["The model's file list (manifest.json) is incomplete: it has no config.n_layer."]),
+    ],
+    ids=["http-500", "not-json", "missing-field"],
+)
 def test_manifest_faults(page, kind, body, path, tag, words):
     """The model's manifest: an HTTP error, a body that is not JSON, a field missing."""
     fault = FileFault(page.page, f"**/models/{model_dir().name}/manifest.json", body if body is not None else _without_n_layer())
@@ -318,14 +331,17 @@ def test_manifest_faults(page, kind, body, path, tag, words):
 
 def _variant_files(watched_path: str) -> bool:
     prefix = f"models/{model_dir().name}/"
-    return watched_path.startswith(prefix) and watched_path[len(prefix):] in model_file_urls()
+    return watched_path.startswith(prefix) and watched_path[len(prefix) :] in model_file_urls()
 
 
-@pytest.mark.parametrize("kind, words", [
-    ("404", ["HTTP 404", "no such file"]),
-    ("truncate", ["arrived truncated"]),
-    ("corrupt", ["is corrupted: its sha256 does not match the manifest"]),
-])
+@pytest.mark.parametrize(
+    "kind, words",
+    [
+        ("404", ["HTTP 404", "no such file"]),
+        ("truncate", ["arrived truncated"]),
+        ("corrupt", ["is corrupted: its sha256 does not match the manifest"]),
+    ],
+)
 def test_model_piece_faults(page, kind, words):
     """A model file that is missing, cut short or corrupted: its message, Retry, the model after."""
     fault = FileFault(page.page, f"**/models/{model_dir().name}/**", kind, _variant_files)
@@ -412,8 +428,7 @@ def test_lost_webgpu_device_gives_a_message_and_retry_recreates_the_session(webg
     model_worker = next(w for w in p.workers if w.url.endswith("/model-worker.js"))
     assert model_worker.evaluate("self.txDevices.length") >= 1
     model_worker.evaluate("self.txDevices.forEach((d) => d.destroy())")
-    expect_message(p, "tx-next-token", ["The GPU stopped working for this page (WebGPU device lost", "Retry to start the model again."],
-                   "webgpu-device-lost")
+    expect_message(p, "tx-next-token", ["The GPU stopped working for this page (WebGPU device lost", "Retry to start the model again."], "webgpu-device-lost")
     widget = retry_until_ready(p, "tx-next-token")
     assert widget.get_attribute("data-backend") == "webgpu"
     next_token_is_correct(widget)

@@ -43,12 +43,15 @@ def reference(variant_name: str) -> OrtGPT2:
 
 def add_exact_widget(p, backend):
     """Append a <tx-generate variant=...> that loads a variant onnxruntime reproduces exactly."""
-    p.evaluate("""(variant) => {
+    p.evaluate(
+        """(variant) => {
       const el = document.createElement('tx-generate');
       el.id = 'exact';
       el.setAttribute('variant', variant);
       document.querySelector('article').append(el);
-    }""", exact_variant(manifest(), backend))
+    }""",
+        exact_variant(manifest(), backend),
+    )
     return EXACT_WIDGET
 
 
@@ -56,7 +59,9 @@ def widget_ready(p, selector=PAGE_WIDGET, timeout=120_000):
     p.wait_for_function(
         "(sel) => { const el = document.querySelector(sel);"
         " return el && (el.dataset.state === 'ready' || el.dataset.state === 'error') && el.dataset.backend; }",
-        arg=selector, timeout=timeout)
+        arg=selector,
+        timeout=timeout,
+    )
     widget = p.locator(selector)
     assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
     return widget
@@ -86,7 +91,8 @@ def check_run(p, widget, tokenizer, *, prompt, temperature, top_k, top_p, seed, 
     settings(widget, max_new_tokens=new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     ids, probs = generate(p, widget, EXACT_WIDGET)
     want = reference(widget.get_attribute("data-variant")).generate(
-        tokenizer.encode(prompt), max_new_tokens=new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        tokenizer.encode(prompt), max_new_tokens=new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed
+    )
     assert ids == [t for t, _ in want]
     assert probs == pytest.approx([q for _, q in want], abs=1e-5)
     assert widget.get_attribute("data-seed") == str(seed)
@@ -119,8 +125,9 @@ def test_wasm_greedy_and_seeded_sampling_match_the_reference(page, tokenizer):
 
 def test_webgpu_greedy_and_seeded_sampling_match_the_reference(webgpu_page, tokenizer):
     p = webgpu_page.goto(PAGE)
-    assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), \
+    assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), (
         "this Chromium offers no WebGPU adapter even with --enable-unsafe-webgpu"
+    )
     widget_ready(p, timeout=240_000)
     widget = widget_ready(p, add_exact_widget(p, "webgpu"), timeout=240_000)
     assert widget.get_attribute("data-backend") == "webgpu"

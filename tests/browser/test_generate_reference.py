@@ -137,8 +137,9 @@ class OrtGPT2:
         """(T, V) logits of a prefill over `ids`."""
         return self.run(ids, ["logits"])["logits"][0]
 
-    def generate(self, ids: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_k: int = 0,
-                 top_p: float = 1.0, seed: int = 0, stop_at_eos: bool = True) -> list[tuple[int, float]]:
+    def generate(
+        self, ids: list[int], *, max_new_tokens: int, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0, seed: int = 0, stop_at_eos: bool = True
+    ) -> list[tuple[int, float]]:
         """(token id, model probability) pairs, as model-worker.js produces them."""
         cfg = self.config
         rng = Mulberry32(seed)
@@ -239,10 +240,10 @@ def test_python_and_javascript_samplers_pick_the_same_tokens():
         logits = (gen.standard_normal(V) * scale).astype(np.float32)
         if i % 2:
             logits[gen.integers(0, V, 3)] = logits.max()  # ties at the top
-        cases.append({"logits": logits.tolist(), "seed": 1000 + i, "draws": 6,
-                      "options": {"temperature": temperature, "topK": min(top_k, V), "topP": top_p}})
-    done = subprocess.run(["node", "--input-type=module", "-e", NODE_SCRIPT], input=json.dumps(cases),
-                          capture_output=True, text=True, cwd=ROOT, check=True, timeout=120)
+        cases.append({"logits": logits.tolist(), "seed": 1000 + i, "draws": 6, "options": {"temperature": temperature, "topK": min(top_k, V), "topP": top_p}})
+    done = subprocess.run(
+        ["node", "--input-type=module", "-e", NODE_SCRIPT], input=json.dumps(cases), capture_output=True, text=True, cwd=ROOT, check=True, timeout=120
+    )
     javascript = json.loads(done.stdout)
     for case, js_ids in zip(cases, javascript):
         rng = Mulberry32(case["seed"])

@@ -1,7 +1,6 @@
 """The lab widgets <tx-attention>, <tx-size-calc>, <tx-positional> and <tx-rope> show
 exactly what the same demos calls compute in CPython, after a reader changes a control."""
 
-
 import numpy as np
 import pytest
 
@@ -31,8 +30,7 @@ def test_attention_explorer_matches_cpython(page):
     widget.locator('[name="padding"]').focus()
     p.keyboard.press("ArrowRight")
     p.keyboard.press("ArrowRight")
-    request = wait_ready(p, "tx-attention", {"sentence": "attention is all you need", "heads": 3, "causal": False,
-                                             "padding": 2})
+    request = wait_ready(p, "tx-attention", {"sentence": "attention is all you need", "heads": 3, "causal": False, "padding": 2})
     widget.locator('[name="head"]').select_option("1")
     p.wait_for_function("() => document.querySelector('tx-attention').dataset.head === '1'")
     expected = attention.explore(**request)
@@ -48,8 +46,11 @@ def test_attention_explorer_matches_cpython(page):
     widget.locator('.cell[data-row="0"][data-col="0"]').focus()
     p.keyboard.press("ArrowRight")
     # The readout follows the focus, which moves on the key event: wait for it (a loaded machine is slow).
-    p.wait_for_function("""() => document.querySelector('tx-attention').shadowRoot
-                               .querySelector('.readout').textContent.includes('(key 2)')""", timeout=10_000)
+    p.wait_for_function(
+        """() => document.querySelector('tx-attention').shadowRoot
+                               .querySelector('.readout').textContent.includes('(key 2)')""",
+        timeout=10_000,
+    )
     readout = widget.locator(".readout").inner_text()
     assert "“attention” (query 1)" in readout and "“is” (key 2)" in readout
     assert f"{expected['heads'][1]['weights'][0][1]:.4f}" in readout
@@ -154,8 +155,7 @@ def test_position_widgets_match_cpython(page):
     press_keys(widget.locator('[name="pair"]'), "ArrowRight", 3)  # 0 -> 3
     request = wait_ready(p, "tx-rope", {"d": 64, "m": 10, "pair": 3})
     expected = rope.rope_view(**request)
-    for attr, key in (("data-theta", "theta"), ("data-score", "score"), ("data-relative-score", "relative_score"),
-                      ("data-pair-score", "pair_score")):
+    for attr, key in (("data-theta", "theta"), ("data-score", "score"), ("data-relative-score", "relative_score"), ("data-pair-score", "pair_score")):
         assert float(widget.locator(f"[{attr}]").get_attribute(attr)) == pytest.approx(expected[key], rel=TOL, abs=TOL)
     points = widget.evaluate("""el => [...el.shadowRoot.querySelectorAll('circle.pt')]
         .map(c => [Number(c.dataset.distance), c.dataset.similarity, c.dataset.bound])""")

@@ -33,9 +33,9 @@ PY_TIMEOUT = 120_000  # ms: Pyodide start-up on a busy 2-core machine
 
 def wait_ready(page, tag, extra="true", timeout=PY_TIMEOUT):
     page.wait_for_function(
-        f"() => {{ const el = document.querySelector('{tag}');"
-        f" return el && (el.dataset.state === 'ready' && ({extra}) || el.dataset.state === 'error'); }}",
-        timeout=timeout)
+        f"() => {{ const el = document.querySelector('{tag}'); return el && (el.dataset.state === 'ready' && ({extra}) || el.dataset.state === 'error'); }}",
+        timeout=timeout,
+    )
     widget = page.locator(tag)
     assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
     return widget
@@ -44,9 +44,10 @@ def wait_ready(page, tag, extra="true", timeout=PY_TIMEOUT):
 def wait_request(page, tag, request):
     """Wait until the widget shows results for exactly these arguments."""
     page.wait_for_function(
-        "([tag, want]) => { const el = document.querySelector(tag);"
-        " return el.dataset.state === 'ready' && el.dataset.request === want; }",
-        arg=[tag, json.dumps(request, separators=(",", ":"))], timeout=PY_TIMEOUT)
+        "([tag, want]) => { const el = document.querySelector(tag); return el.dataset.state === 'ready' && el.dataset.request === want; }",
+        arg=[tag, json.dumps(request, separators=(",", ":"))],
+        timeout=PY_TIMEOUT,
+    )
     return page.locator(tag)
 
 
@@ -64,8 +65,7 @@ def run_check(page, widget, code, timeout=PY_TIMEOUT):
     widget.locator("textarea.code").fill(code)
     start = time.monotonic()
     widget.locator('button[name="check"]').click()
-    page.wait_for_function(
-        f"() => Number(document.querySelector('tx-spot-the-bug').dataset.checks) > {checks}", timeout=timeout)
+    page.wait_for_function(f"() => Number(document.querySelector('tx-spot-the-bug').dataset.checks) > {checks}", timeout=timeout)
     return time.monotonic() - start
 
 
@@ -104,9 +104,9 @@ def test_spot_the_bug_fix_check_endless_loop_and_reveal(page):
     # Fix it by editing: add the mask before the softmax.
     fixed = buggy.replace(
         "    weights = np.exp(",
-        "    T = scores.shape[0]\n"
-        "    scores = np.where(np.triu(np.ones((T, T), dtype=bool), k=1), -np.inf, scores)\n"
-        "    weights = np.exp(", 1)
+        "    T = scores.shape[0]\n    scores = np.where(np.triu(np.ones((T, T), dtype=bool), k=1), -np.inf, scores)\n    weights = np.exp(",
+        1,
+    )
     run_check(p, widget, fixed)
     assert widget.get_attribute("data-result") == "passed", widget.locator(".message").inner_text()
     assert bugs.check("causal_mask", fixed)["passed"]
@@ -166,6 +166,7 @@ def unisolated_page(browser):
     site's sw.js adds those headers on hosts like GitHub Pages), so nothing isolates the
     page: what a reader sees whose browser refuses the service worker.
     """
+
     class NoIsolation(SiteHandler):
         cross_origin_isolated = False
 
@@ -215,8 +216,7 @@ def check_decode(widget, request):
     rows = widget.locator(".results tbody tr")
     roles = attrs(rows, "data-role", str)
     for role, row in zip(roles, [rows.nth(i) for i in range(rows.count())]):
-        want = {"result": expected["result"].get("best"), "greedy": expected["greedy"],
-                "optimum": expected["optimum"]}[role]
+        want = {"result": expected["result"].get("best"), "greedy": expected["greedy"], "optimum": expected["optimum"]}[role]
         if role == "result" and request["method"] == "sample":
             want = expected["result"]["distinct"][0]
         assert json.loads(row.get_attribute("data-tokens")) == want["tokens"]
@@ -240,7 +240,7 @@ def test_decoding_widget_matches_cpython(decoding_page):
         shown = [json.loads(t) for t in attrs(cands, "data-tokens", str)]
         kept = [c["tokens"] for c in step if c["kept"]]
         assert kept == [t for t, flag in zip(shown, attrs(cands, "data-kept", str)) if flag == "true"]
-        assert attrs(cands, "data-prob") == pytest.approx([c["prob"] for c in step][:cands.count()], rel=1e-12)
+        assert attrs(cands, "data-prob") == pytest.approx([c["prob"] for c in step][: cands.count()], rel=1e-12)
 
     # Width 1 by keyboard: the same as greedy.
     widget.locator('input[name="beam_width"]').focus()

@@ -16,8 +16,8 @@ pytestmark = pytest.mark.browser
 def attrs(widget, selector, *names):
     """The data-* attributes `names` of every element matching `selector` in the widget's shadow root."""
     return widget.evaluate(
-        "(el, [selector, names]) => [...el.shadowRoot.querySelectorAll(selector)].map(e => names.map(n => e.dataset[n]))",
-        [selector, list(names)])
+        "(el, [selector, names]) => [...el.shadowRoot.querySelectorAll(selector)].map(e => names.map(n => e.dataset[n]))", [selector, list(names)]
+    )
 
 
 def shown_matrix(widget, kind, n):
@@ -173,8 +173,7 @@ def test_kv_cache_and_flash_widgets_match_cpython(page):
     widget.locator('[name="dtype"]').select_option("float16")
     widget.locator('[name="new_tokens"]').fill("64")
     request = wait_ready(p, "tx-kv-cache", {"preset": "llama-7b-gqa", "context_length": 2048, "new_tokens": 64})
-    shape = dict(n_layer=request["n_layer"], n_head=request["n_head"], d_head=request["d_head"],
-                 gqa_kv_heads=request["gqa_kv_heads"])
+    shape = dict(n_layer=request["n_layer"], n_head=request["n_head"], d_head=request["d_head"], gqa_kv_heads=request["gqa_kv_heads"])
     expected = kv_cache.compare_attention_variants(**shape, context_length=2048, dtype="float16")["variants"]
     shown = attrs(widget, "[data-variant]", "variant", "kvHeads", "bytesPerToken", "bytes")
     assert shown == [[v["name"], str(v["n_kv_head"]), str(v["bytes_per_token"]), str(v["total_bytes"])] for v in expected]
@@ -224,8 +223,7 @@ def test_kv_cache_and_flash_widgets_match_cpython(page):
     widget.locator('[name="seq_len"]').fill("1024")
     widget.locator('[name="tile"]').select_option("128")
     request = wait_ready(p, "tx-flash", {"seq_len": 1024, "tile": 128})
-    traffic = flash.memory_traffic(seq_len=1024, d_head=request["d_head"], block_q=128, block_k=128, causal=False,
-                                   dtype=request["dtype"])
+    traffic = flash.memory_traffic(seq_len=1024, d_head=request["d_head"], block_q=128, block_k=128, causal=False, dtype=request["dtype"])
     shown = attrs(widget, "[data-method]", "method", "total", "bytes", "scoreMatrix")
     assert shown == [[m, str(traffic[m]["total"]), str(traffic[m]["bytes"]), str(traffic[m]["score_matrix"])] for m in ("naive", "tiled")]
 

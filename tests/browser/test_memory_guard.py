@@ -48,9 +48,11 @@ READY_WITHIN_MS = 120_000
 @pytest.fixture(scope="module")
 def constants() -> dict:
     """MEMORY (variants.js) and TAB_SHARE (memory.js), from the site under test."""
-    script = (f"const v = await import({json.dumps((RUNTIME / 'variants.js').as_uri())});"
-              f"const m = await import({json.dumps((RUNTIME / 'memory.js').as_uri())});"
-              "console.log(JSON.stringify({MEMORY: v.MEMORY, TAB_SHARE: m.TAB_SHARE}));")
+    script = (
+        f"const v = await import({json.dumps((RUNTIME / 'variants.js').as_uri())});"
+        f"const m = await import({json.dumps((RUNTIME / 'memory.js').as_uri())});"
+        "console.log(JSON.stringify({MEMORY: v.MEMORY, TAB_SHARE: m.TAB_SHARE}));"
+    )
     out = subprocess.run(["node", "--input-type=module", "-e", script], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -85,9 +87,16 @@ def plan(constants) -> dict:
     device_gb = round((need + fit) / 2 / 1e9 / share, 4)
     budget = device_gb * 1e9 * share
     assert fit <= budget < need, (fit, budget, need)
-    return {"default": default["name"], "need": need, "smaller": smaller["name"], "fit": fit, "device_gb": device_gb,
-            "budget": budget, "variant_files": {f["path"] for v in m["variants"] for f in v["files"]},
-            "graphs": {v["name"]: next(f["path"] for f in v["files"] if f.get("role", "graph") == "graph") for v in m["variants"]}}
+    return {
+        "default": default["name"],
+        "need": need,
+        "smaller": smaller["name"],
+        "fit": fit,
+        "device_gb": device_gb,
+        "budget": budget,
+        "variant_files": {f["path"] for v in m["variants"] for f in v["files"]},
+        "graphs": {v["name"]: next(f["path"] for f in v["files"] if f.get("role", "graph") == "graph") for v in m["variants"]},
+    }
 
 
 def open_low_memory(watched, path, device_gb):
@@ -114,8 +123,14 @@ def expect_memory_message(p, tag, plan, *, allocation=False) -> str:
     wait_state(p, tag, ["error"], MESSAGE_WITHIN_MS)
     widget = p.locator(tag)
     text = status(widget)
-    words = [f"the {plan['default']} model", amount(plan["need"]), f"smaller {plan['smaller']} model", amount(plan["fit"]),
-             "do not need the model", f"reports {plan['device_gb']:g} GB"]
+    words = [
+        f"the {plan['default']} model",
+        amount(plan["need"]),
+        f"smaller {plan['smaller']} model",
+        amount(plan["fit"]),
+        "do not need the model",
+        f"reports {plan['device_gb']:g} GB",
+    ]
     words += ["ran out of memory", "Array buffer allocation failed"] if allocation else [amount(plan["budget"])]
     for word in words:
         assert word in text, f"{word!r} not in {text!r}"
@@ -130,7 +145,7 @@ def expect_memory_message(p, tag, plan, *, allocation=False) -> str:
 def model_requests(requests, plan) -> list[str]:
     """Requests for a variant file of the model or for an onnxruntime file."""
     prefix = f"/models/{model_dir().name}/"
-    return [r for r in requests if "/vendor/ort/" in r or (r.startswith(prefix) and r[len(prefix):] in plan["variant_files"])]
+    return [r for r in requests if "/vendor/ort/" in r or (r.startswith(prefix) and r[len(prefix) :] in plan["variant_files"])]
 
 
 def fits_sideways(p, tag):
@@ -159,8 +174,7 @@ def generate_some(p, tag="tx-generate"):
     widget = p.locator(tag)
     runs = int(widget.get_attribute("data-runs") or 0)
     widget.locator("button.go").click()
-    p.wait_for_function("([tag, runs]) => Number(document.querySelector(tag).dataset.runs) > runs", arg=[tag, runs],
-                        timeout=READY_WITHIN_MS)
+    p.wait_for_function("([tag, runs]) => Number(document.querySelector(tag).dataset.runs) > runs", arg=[tag, runs], timeout=READY_WITHIN_MS)
     assert widget.get_attribute("data-state") == "ready", status(widget)
     assert json.loads(widget.get_attribute("data-ids")), "no tokens generated"
 
@@ -184,7 +198,7 @@ def test_low_memory_offers_the_smaller_variant_before_any_download(page, plan, w
     assert widget.get_attribute("data-variant") == plan["smaller"]
     assert widget.locator(".status .actions").is_hidden()
     prefix = f"/models/{model_dir().name}/"
-    fetched = {r[len(prefix):] for r in model_requests(requests, plan) if r.startswith(prefix)}
+    fetched = {r[len(prefix) :] for r in model_requests(requests, plan) if r.startswith(prefix)}
     # The smaller variant's session, not the default's (a stage page's figures also read the
     # weights from q4x's packed files, see pipeline/weights.js, whatever variant runs).
     assert plan["graphs"][plan["smaller"]] in fetched and plan["graphs"][plan["default"]] not in fetched, fetched
@@ -226,9 +240,12 @@ def test_failed_allocation_gives_the_memory_message(page, plan):
     real = (RUNTIME / module).read_text()
     assert f"export function {builder}(" in real
     failing = real.replace(f"export function {builder}(", "function unusedBuilder(") + (
-        f"\nexport function {builder}() {{ throw new RangeError('Array buffer allocation failed'); }}\n")
-    page.page.route(re.compile(rf".*/runtime/{re.escape(module)}(\?.*)?$"),
-                    lambda route: route.fulfill(status=200, body=failing, headers={"content-type": "text/javascript"}))
+        f"\nexport function {builder}() {{ throw new RangeError('Array buffer allocation failed'); }}\n"
+    )
+    page.page.route(
+        re.compile(rf".*/runtime/{re.escape(module)}(\?.*)?$"),
+        lambda route: route.fulfill(status=200, body=failing, headers={"content-type": "text/javascript"}),
+    )
     p, _ = open_low_memory(page, path, 64)
     plan = {**plan, "device_gb": 64}
     expect_memory_message(p, tag, plan, allocation=True)

@@ -6,7 +6,6 @@ test_generate_reference.py): q8's logits differ by ~1e-2 between WASM and x86, e
 to reorder a random-weight model's nearly tied top ten.
 """
 
-
 import numpy as np
 import pytest
 
@@ -40,12 +39,15 @@ def reference():
 
 def add_exact_widget(p, backend):
     """Append a <tx-next-token variant=...> after the page's own one; returns its selector."""
-    p.evaluate("""(variant) => {
+    p.evaluate(
+        """(variant) => {
       const el = document.createElement('tx-next-token');
       el.id = 'exact';
       el.setAttribute('variant', variant);
       document.querySelector('tx-next-token').after(el);
-    }""", exact_variant(manifest(), backend))
+    }""",
+        exact_variant(manifest(), backend),
+    )
     return "tx-next-token#exact"
 
 
@@ -61,7 +63,10 @@ def wait_ready(page, selector="tx-next-token", timeout=120_000):
     page.wait_for_function(
         "(sel) => { const el = document.querySelector(sel);"
         " return el.dataset.state === 'ready' && el.shadowRoot.querySelectorAll('tbody tr').length > 0"
-        " || el.dataset.state === 'error'; }", arg=selector, timeout=timeout)
+        " || el.dataset.state === 'error'; }",
+        arg=selector,
+        timeout=timeout,
+    )
     widget = page.locator(selector)
     assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
     return widget
@@ -83,7 +88,7 @@ def test_wasm_top10_matches_onnxruntime(page, reference):
     assert widget.get_attribute("data-backend") == "wasm"
     badge = widget.locator(".badge").inner_text()
     threads = p.evaluate("navigator.hardwareConcurrency")
-    assert f"{min(4, threads)} thread" in badge, badge   # cross-origin isolated: WASM threads on
+    assert f"{min(4, threads)} thread" in badge, badge  # cross-origin isolated: WASM threads on
     check_against_reference(widget, reference)
 
     # A new prompt from the keyboard gives a new, still matching distribution.
@@ -96,8 +101,9 @@ def test_wasm_top10_matches_onnxruntime(page, reference):
 
 def test_webgpu_top10_matches_onnxruntime(webgpu_page, reference):
     p = webgpu_page.goto("")
-    assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), \
+    assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), (
         "this Chromium offers no WebGPU adapter even with --enable-unsafe-webgpu"
+    )
     wait_ready(p, timeout=240_000)
     widget = wait_ready(p, add_exact_widget(p, "webgpu"), timeout=240_000)
     assert widget.get_attribute("data-backend") == "webgpu"

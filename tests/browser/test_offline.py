@@ -33,9 +33,11 @@ PYTHON_PAGE = "labs/model-size/"  # <tx-size-calc>
 MODEL_PAGE = "generate/"  # <tx-generate>
 UNVISITED = ("labs/bpe/", "offline/", "attention/one-head/")
 TIMEOUT_MS = 180_000
-OFFLINE_FACTS = json.loads(re.search(r"export const OFFLINE = (\{.*\});",
-                                     (SITE / "assets/tx/runtime/offline-build.js").read_text()).group(1)) \
-    if (SITE / "assets/tx/runtime/offline-build.js").is_file() else {}
+OFFLINE_FACTS = (
+    json.loads(re.search(r"export const OFFLINE = (\{.*\});", (SITE / "assets/tx/runtime/offline-build.js").read_text()).group(1))
+    if (SITE / "assets/tx/runtime/offline-build.js").is_file()
+    else {}
+)
 
 ALL_READY = """() => {
   const els = [...document.querySelectorAll("*")].filter((e) => e.localName.startsWith("tx-") && e.localName !== "tx-embed-builder");
@@ -136,10 +138,17 @@ def test_widgets_reach_ready_offline_after_one_visit(offline_context):
             out = p.locator("tx-generate")
             assert out.get_attribute("data-state") == "ready"
         if path == "offline/":
-            rows = {r["group"]: r for r in p.evaluate("""() => [...document.querySelector("tx-offline").shadowRoot
-                .querySelectorAll("tr[data-group]")].map((r) => ({ group: r.dataset.group, offline: r.dataset.offline, bytes: +r.dataset.bytes }))""")}
-            assert {g: rows[g]["offline"] for g in ("pages", "python", "model-runtime", "model-weights")} == \
-                {"pages": "yes", "python": "yes", "model-runtime": "yes", "model-weights": "yes"}, rows
+            rows = {
+                r["group"]: r
+                for r in p.evaluate("""() => [...document.querySelector("tx-offline").shadowRoot
+                .querySelectorAll("tr[data-group]")].map((r) => ({ group: r.dataset.group, offline: r.dataset.offline, bytes: +r.dataset.bytes }))""")
+            }
+            assert {g: rows[g]["offline"] for g in ("pages", "python", "model-runtime", "model-weights")} == {
+                "pages": "yes",
+                "python": "yes",
+                "model-runtime": "yes",
+                "model-weights": "yes",
+            }, rows
             assert p.locator("tx-offline").get_attribute("data-worker") == "active"
             print("Offline page, bytes per part (MB):", {g: round(r["bytes"] / 1e6, 2) for g, r in rows.items()})
         print(path, [s["tag"] for s in states])
@@ -189,13 +198,18 @@ def test_the_button_makes_everything_available_offline(offline_context):
     p.goto(url + "offline/")
     widget = p.locator("tx-offline")
     p.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)
-    p.wait_for_function("() => document.querySelector('tx-offline').dataset.worker === 'active'"
-                        " && document.querySelector('tx-offline').dataset.state === 'ready'", timeout=60_000)
+    p.wait_for_function(
+        "() => document.querySelector('tx-offline').dataset.worker === 'active' && document.querySelector('tx-offline').dataset.state === 'ready'",
+        timeout=60_000,
+    )
     button = widget.locator("button.fill")
     assert button.inner_text() in ("Make everything available offline", "Check again for missing files")
     button.click()
-    p.wait_for_function("() => document.querySelector('tx-offline').dataset.state === 'ready'"
-                        " && !document.querySelector('tx-offline').shadowRoot.querySelector('button.fill').disabled", timeout=TIMEOUT_MS)
+    p.wait_for_function(
+        "() => document.querySelector('tx-offline').dataset.state === 'ready'"
+        " && !document.querySelector('tx-offline').shadowRoot.querySelector('button.fill').disabled",
+        timeout=TIMEOUT_MS,
+    )
     rows = p.evaluate("""() => Object.fromEntries([...document.querySelector("tx-offline").shadowRoot
         .querySelectorAll("tr[data-group]")].map((r) => [r.dataset.group, [r.dataset.offline, +r.dataset.bytes]]))""")
     assert all(offline == "yes" for offline, _ in rows.values()), rows

@@ -22,9 +22,22 @@ from test_generate_reference import graph_path
 pytestmark = pytest.mark.browser
 
 PROMPT = "Data visualization empowers users to"
-PAGES = ["", "01-tokenization/", "02-token-embedding/", "03-positional-encoding/", "04-final-embedding/",
-         "05a-qkv/", "05b-heads/", "05c-attention/", "05d-recombine/", "05e-mlp/",
-         "05f-norm-residual-dropout/", "06-logits/", "07-sampling/", "08-autoregression/"]
+PAGES = [
+    "",
+    "01-tokenization/",
+    "02-token-embedding/",
+    "03-positional-encoding/",
+    "04-final-embedding/",
+    "05a-qkv/",
+    "05b-heads/",
+    "05c-attention/",
+    "05d-recombine/",
+    "05e-mlp/",
+    "05f-norm-residual-dropout/",
+    "06-logits/",
+    "07-sampling/",
+    "08-autoregression/",
+]
 TOL = 1e-4
 SAME_WEIGHTS_TOL = 1e-5  # the page's recomputation vs the model's outputs, when both use the same weights
 
@@ -52,13 +65,14 @@ def ref():
             path = graph_path(directory, manifest, variant)  # q4x: the graph its pieces expand to
             sessions[variant] = OrtGPT2(path, GPT2Config(**cfg))
         out = prompt_outputs(sessions[variant], ids)
-        return {"logits": out["logits"][0].astype(np.float64),
-                "hidden": [out[f"hidden_states.{j}"][0].astype(np.float64) for j in range(cfg["n_layer"] + 1)],
-                "attn": [out[f"attentions.{i}"][0].astype(np.float64) for i in range(cfg["n_layer"])]}
+        return {
+            "logits": out["logits"][0].astype(np.float64),
+            "hidden": [out[f"hidden_states.{j}"][0].astype(np.float64) for j in range(cfg["n_layer"] + 1)],
+            "attn": [out[f"attentions.{i}"][0].astype(np.float64) for i in range(cfg["n_layer"])],
+        }
 
     ids = tokenizer.encode(PROMPT)
-    return {"cfg": cfg, "tokenizer": tokenizer, "weight": weight, "run": run, "ids": ids, "index": index,
-            "manifest": manifest}
+    return {"cfg": cfg, "tokenizer": tokenizer, "weight": weight, "run": run, "ids": ids, "index": index, "manifest": manifest}
 
 
 def open_stage(page, path, tag, prompt=PROMPT, timeout=120_000):
@@ -71,7 +85,9 @@ def open_stage(page, path, tag, prompt=PROMPT, timeout=120_000):
 def wait_drawn(p, tag, runs, timeout=120_000):
     p.wait_for_function(
         f"() => {{ const el = document.querySelector('{tag}'); return el && (el.dataset.state === 'error'"
-        f" || (el.dataset.state === 'ready' && Number(el.dataset.runs || 1) > {runs})); }}", timeout=timeout)
+        f" || (el.dataset.state === 'ready' && Number(el.dataset.runs || 1) > {runs})); }}",
+        timeout=timeout,
+    )
     widget = p.locator(tag)
     assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
     return p, widget
@@ -108,14 +124,13 @@ def same_weights(ref, widget):
 
 def block_reference(ref, out, layer):
     """The block's intermediates in NumPy from the model's input to it and the block's weights."""
-    w = {role.removeprefix(f"blocks.{layer}."): ref["weight"](role) for role in ref["index"]["weights"]["tensors"]
-         if role.startswith(f"blocks.{layer}.")}
+    w = {role.removeprefix(f"blocks.{layer}."): ref["weight"](role) for role in ref["index"]["weights"]["tensors"] if role.startswith(f"blocks.{layer}.")}
     cfg = ref["cfg"]
     C, H = cfg["n_embd"], cfg["n_head"]
     hd = C // H
     x = out["hidden"][layer]
     qkv = layer_norm(x, w["ln_1.weight"], w["ln_1.bias"]) @ w["attn.c_attn.weight"] + w["attn.c_attn.bias"]
-    q, k, v = qkv[:, :C], qkv[:, C:2 * C], qkv[:, 2 * C:]
+    q, k, v = qkv[:, :C], qkv[:, C : 2 * C], qkv[:, 2 * C :]
     T = x.shape[0]
     heads = []
     merged = np.zeros((T, C))
@@ -129,8 +144,7 @@ def block_reference(ref, out, layer):
     mid = x + attn_out
     fc = layer_norm(mid, w["ln_2.weight"], w["ln_2.bias"]) @ w["mlp.c_fc.weight"] + w["mlp.c_fc.bias"]
     mlp_out = gelu(fc) @ w["mlp.c_proj.weight"] + w["mlp.c_proj.bias"]
-    return {"q": q, "k": k, "v": v, "heads": heads, "merged": merged, "attn_out": attn_out, "fc": fc,
-            "gelu": gelu(fc), "mlp_out": mlp_out, "hd": hd}
+    return {"q": q, "k": k, "v": v, "heads": heads, "merged": merged, "attn_out": attn_out, "fc": fc, "gelu": gelu(fc), "mlp_out": mlp_out, "hd": hd}
 
 
 def close(shown, want, tol=TOL):
@@ -216,7 +230,7 @@ def test_embedding_rows_and_neighbours(page, ref):
     p, w = open_stage(page, "02-token-embedding/", "tx-stage-embedding")
     wte = ref["weight"]("wte")
     rows = figure(w, "wte-rows")
-    close(rows, wte[ref["ids"]][:, :rows.shape[1]], 1e-6)
+    close(rows, wte[ref["ids"]][:, : rows.shape[1]], 1e-6)
     w = select(p, w, "pos", 2)
     ids = [int(x) for x in w.locator("tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.id)")]
     cos = [float(x) for x in w.locator("tr[data-id]").evaluate_all("rs => rs.map(r => r.dataset.cos)")]
@@ -232,7 +246,7 @@ def test_position_rows_and_similarities(page, ref):
     wpe = ref["weight"]("wpe")
     T = len(ref["ids"])
     rows = figure(w, "wpe-rows")
-    close(rows, wpe[:T, :rows.shape[1]], 1e-6)
+    close(rows, wpe[:T, : rows.shape[1]], 1e-6)
     learned = figure(w, "learned-similarity")
     n = learned.shape[0]
     unit = wpe[:n] / np.linalg.norm(wpe[:n], axis=1, keepdims=True)
@@ -249,7 +263,7 @@ def test_final_embedding_is_the_models_hidden_state_0(page, ref):
     p, w = open_stage(page, "04-final-embedding/", "tx-stage-sum")
     out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
     shown = figure(w, "hidden_states.0")
-    close(shown, out["hidden"][0][:, :shown.shape[1]])
+    close(shown, out["hidden"][0][:, : shown.shape[1]])
     diff = float(w.locator(".pl-check").get_attribute("data-max-diff"))
     if same_weights(ref, w):
         assert diff == 0  # the same float32 rows, added once in float32
@@ -260,10 +274,12 @@ def test_final_embedding_is_the_models_hidden_state_0(page, ref):
 def test_qkv_heads_merge_mlp_match_numpy(page, ref):
     layer = ref["cfg"]["n_layer"] - 1
     head = ref["cfg"]["n_head"] - 1
-    for path, tag, names in [("05a-qkv/", "tx-stage-qkv", ["q", "k", "v"]),
-                             ("05b-heads/", "tx-stage-heads", ["q_h", "k_h", "v_h"]),
-                             ("05d-recombine/", "tx-stage-merge", ["concat", "attn-out"]),
-                             ("05e-mlp/", "tx-stage-mlp", ["fc", "gelu", "mlp-out"])]:
+    for path, tag, names in [
+        ("05a-qkv/", "tx-stage-qkv", ["q", "k", "v"]),
+        ("05b-heads/", "tx-stage-heads", ["q_h", "k_h", "v_h"]),
+        ("05d-recombine/", "tx-stage-merge", ["concat", "attn-out"]),
+        ("05e-mlp/", "tx-stage-mlp", ["fc", "gelu", "mlp-out"]),
+    ]:
         p, w = open_stage(page, path, tag)
         w = select(p, w, "layer", layer)
         if tag == "tx-stage-heads":
@@ -271,12 +287,22 @@ def test_qkv_heads_merge_mlp_match_numpy(page, ref):
         out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
         b = block_reference(ref, out, layer)
         hd = b["hd"]
-        want = {"q": b["q"], "k": b["k"], "v": b["v"], "q_h": b["q"][:, head * hd:(head + 1) * hd],
-                "k_h": b["k"][:, head * hd:(head + 1) * hd], "v_h": b["v"][:, head * hd:(head + 1) * hd],
-                "concat": b["merged"], "attn-out": b["attn_out"], "fc": b["fc"], "gelu": b["gelu"], "mlp-out": b["mlp_out"]}
+        want = {
+            "q": b["q"],
+            "k": b["k"],
+            "v": b["v"],
+            "q_h": b["q"][:, head * hd : (head + 1) * hd],
+            "k_h": b["k"][:, head * hd : (head + 1) * hd],
+            "v_h": b["v"][:, head * hd : (head + 1) * hd],
+            "concat": b["merged"],
+            "attn-out": b["attn_out"],
+            "fc": b["fc"],
+            "gelu": b["gelu"],
+            "mlp-out": b["mlp_out"],
+        }
         for name in names:
             shown = figure(w, name)
-            close(shown, want[name][:, :shown.shape[1]])
+            close(shown, want[name][:, : shown.shape[1]])
 
 
 def test_attention_steps_for_the_chosen_layer_and_head(page, ref):
@@ -304,7 +330,7 @@ def test_residual_stream_is_the_models_hidden_state(page, ref):
     w = select(p, w, "layer", layer)
     out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
     shown = figure(w, f"hidden_states.{layer + 1}")
-    close(shown, out["hidden"][layer + 1][:, :shown.shape[1]])
+    close(shown, out["hidden"][layer + 1][:, : shown.shape[1]])
     scale = max(1.0, float(np.abs(out["hidden"][layer + 1]).max()))
     assert float(w.locator(".pl-check").get_attribute("data-max-diff")) < (SAME_WEIGHTS_TOL * scale if same_weights(ref, w) else 0.05)
     assert w.locator(".pl-residual tbody tr").count() == len(ref["ids"])
@@ -398,8 +424,10 @@ def test_overview_and_parity(page, ref):
     p.wait_for_function("() => ['ready', 'error'].includes(document.querySelector('tx-parity').dataset.state)", timeout=120_000)
     parity = p.locator("tx-parity")
     assert parity.get_attribute("data-state") == "ready", parity.locator(".status").inner_text()
-    diffs = {(r["a"], r["b"]): float(r["d"]) for r in parity.locator("tr[data-a]").evaluate_all(
-        "rs => rs.map(r => ({a: r.dataset.a, b: r.dataset.b, d: r.dataset.maxDiff}))")}
+    diffs = {
+        (r["a"], r["b"]): float(r["d"])
+        for r in parity.locator("tr[data-a]").evaluate_all("rs => rs.map(r => ({a: r.dataset.a, b: r.dataset.b, d: r.dataset.maxDiff}))")
+    }
     variant = parity.get_attribute("data-browser-variant")
     assert diffs[("browser", f"ort-{variant}")] < 1e-4
     if ref["index"]["parity"]["missing"] is None:

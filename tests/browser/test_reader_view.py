@@ -80,8 +80,7 @@ def page_title(path: str) -> str:
 
 def local_sitemap(base_url: str, pages: list[str]) -> str:
     urls = "".join(f"<url><loc>{base_url}{p}</loc></url>" for p in pages if p == "" or p.endswith("/"))
-    return ('<?xml version="1.0" encoding="UTF-8"?>'
-            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>')
+    return f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
 
 
 PAGES = site_pages()
@@ -89,8 +88,7 @@ PAGES = site_pages()
 # The two readers: a desktop window and a phone (mobile emulation: touch, meta viewport).
 DEVICES = {
     "desktop": {"viewport": {"width": DESKTOP_WIDTH, "height": 800}},
-    "phone": {"viewport": {"width": PHONE_WIDTH, "height": 740}, "is_mobile": True, "has_touch": True,
-              "device_scale_factor": 1},
+    "phone": {"viewport": {"width": PHONE_WIDTH, "height": 740}, "is_mobile": True, "has_touch": True, "device_scale_factor": 1},
 }
 # Material's palette toggle: the inputs of mkdocs.yml's `theme.palette`, light first.
 SCHEMES = {"light": "default", "dark": "slate"}
@@ -101,22 +99,26 @@ ALLOWED_WORDS = {"tx-numerics": {"NaN", "Infinity", "-Infinity"}}
 
 def set_scheme(page, scheme: str) -> None:
     """Switch the colour scheme with Material's own palette toggle, as a reader's click does."""
-    page.evaluate("""scheme => {
+    page.evaluate(
+        """scheme => {
         const input = document.querySelector(`input[name=__palette][data-md-color-scheme=${scheme}]`);
-        if (input && !input.checked) input.click(); }""", SCHEMES[scheme])
-    page.wait_for_function("scheme => document.body.getAttribute('data-md-color-scheme') === scheme",
-                           arg=SCHEMES[scheme], timeout=5000)
+        if (input && !input.checked) input.click(); }""",
+        SCHEMES[scheme],
+    )
+    page.wait_for_function("scheme => document.body.getAttribute('data-md-color-scheme') === scheme", arg=SCHEMES[scheme], timeout=5000)
     # Material fades link colours over 125 ms (`.md-nav__link {transition: color 125ms}`): a
     # contrast check taken mid-fade measures a colour no reader is left looking at.
-    page.wait_for_function("""() => document.getAnimations()
-        .every(a => !(a instanceof CSSTransition) || a.playState !== "running")""", timeout=5000)
+    page.wait_for_function(
+        """() => document.getAnimations()
+        .every(a => !(a instanceof CSSTransition) || a.playState !== "running")""",
+        timeout=5000,
+    )
 
 
 def _watched_page_class(config):
     """The `WatchedPage` of tests/browser/conftest.py, the class behind the `page` fixture."""
     for plugin in config.pluginmanager.get_plugins():
-        if getattr(plugin, "__file__", "") and hasattr(plugin, "WatchedPage") \
-                and Path(plugin.__file__).resolve().parent == Path(__file__).resolve().parent:
+        if getattr(plugin, "__file__", "") and hasattr(plugin, "WatchedPage") and Path(plugin.__file__).resolve().parent == Path(__file__).resolve().parent:
             return plugin.WatchedPage
     raise RuntimeError("tests/browser/conftest.py with WatchedPage not loaded")
 
@@ -137,10 +139,13 @@ def wait_for_widgets(page, timeout_ms: int) -> None:
     at once instead of being waited for (the widgets' module has run by the `load` event).
     """
     try:
-        page.wait_for_function("""() => [...document.querySelectorAll("*")]
+        page.wait_for_function(
+            """() => [...document.querySelectorAll("*")]
             .filter(el => el.localName.startsWith("tx-"))
             .every(el => customElements.get(el.localName) === undefined
-                         || el.dataset.state === "ready" || el.dataset.state === "error")""", timeout=timeout_ms)
+                         || el.dataset.state === "ready" || el.dataset.state === "error")""",
+            timeout=timeout_ms,
+        )
     except Exception:  # the caller reports the widgets that are not ready, one by one
         pass
 
@@ -151,14 +156,17 @@ def blocking_axe_violations(page, rules: list[str] | None = None) -> list[dict]:
     # At the page's foot, Material's sticky table of contents sits partly above the viewport, and
     # axe measures those links against the dark footer it scrolls into view: a colour pair no
     # reader sees. Every run starts where a reader lands, at the top.
-    result = page.evaluate("""async (rules) => {
+    result = page.evaluate(
+        """async (rules) => {
         window.scrollTo(0, 0);
         const r = await axe.run(document, rules ? {runOnly: rules, resultTypes: ["violations"]}
                                                 : {resultTypes: ["violations"]});
         return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                        targets: v.nodes.slice(0, 5).map(n => n.target),
                                        count: v.nodes.length}));
-    }""", rules)
+    }""",
+        rules,
+    )
     return [v for v in result if v["impact"] in BLOCKING_IMPACTS]
 
 
@@ -181,8 +189,9 @@ def problems_on(page, timeout_ms: int, axe: bool = True) -> list[str]:
 
 def axe_problems(page, rules: list[str] | None = None) -> list[str]:
     """axe-core's serious and critical violations, one line each."""
-    return [f"axe {v['impact']} '{v['id']}' ({v['help']}) on {v['count']} element(s), e.g. {json.dumps(v['targets'])}"
-            for v in blocking_axe_violations(page, rules)]
+    return [
+        f"axe {v['impact']} '{v['id']}' ({v['help']}) on {v['count']} element(s), e.g. {json.dumps(v['targets'])}" for v in blocking_axe_violations(page, rules)
+    ]
 
 
 class Tour:
@@ -205,13 +214,19 @@ class Tour:
         elif self.page.evaluate("location.pathname") != target:
             # Mark the current content, click a same-site link, and wait below until the mark is
             # gone: the new page's content has replaced the old one (or a full load happened).
-            self.page.evaluate("""href => {
+            self.page.evaluate(
+                """href => {
                 document.querySelectorAll("article").forEach(a => a.setAttribute("data-tx-previous-page", ""));
                 const a = document.createElement("a"); a.href = href;
-                document.body.appendChild(a); a.click(); a.remove(); }""", self.site_url + path)
-        self.page.wait_for_function("""([p, t]) => location.pathname === p && document.title === t
+                document.body.appendChild(a); a.click(); a.remove(); }""",
+                self.site_url + path,
+            )
+        self.page.wait_for_function(
+            """([p, t]) => location.pathname === p && document.title === t
                                        && !document.querySelector("[data-tx-previous-page]")""",
-                                    arg=[target, page_title(path)], timeout=PAGE_TIMEOUT_MS)
+            arg=[target, page_title(path)],
+            timeout=PAGE_TIMEOUT_MS,
+        )
         self.page.wait_for_load_state("load")
         self._axe_ready()
 
@@ -225,8 +240,7 @@ def tour(browser, site_url, request):
     watched = watched_page(context, site_url)
     sitemap = local_sitemap(site_url.rstrip("/") + "/", PAGES)
     # Registered after WatchedPage's catch-all route, so it takes precedence for the sitemap.
-    context.route("**/sitemap.xml", lambda route: route.fulfill(status=200, content_type="application/xml",
-                                                                 body=sitemap))
+    context.route("**/sitemap.xml", lambda route: route.fulfill(status=200, content_type="application/xml", body=sitemap))
     tour = Tour(watched, site_url)
     tour.device = request.param
     yield tour
@@ -296,8 +310,7 @@ def test_embed_page(device_context, name):
     width = DEVICES[device]["viewport"]["width"]
     for scheme in ("light", "dark"):
         p.evaluate("theme => { document.documentElement.dataset.theme = theme; }", scheme)
-        problems += [f"{scheme}: {x}" for x in bad_values(p, ALLOWED_WORDS) + overflow(p, width) + clipped(p)
-                     + overlapping_text(p)]
+        problems += [f"{scheme}: {x}" for x in bad_values(p, ALLOWED_WORDS) + overflow(p, width) + clipped(p) + overlapping_text(p)]
         if scheme == "dark":  # the light look is taken on the site's pages
             screenshot_widgets(p, f"{device}-{scheme}/embed_{name}")
     problems += [f"console error: {e}" for e in watched.errors[errors_before:]]
@@ -348,9 +361,10 @@ def test_the_reader_checks_catch_what_they_should(browser, site_url):
                 '<select name="narrow" style="width:40px"><option>head 1 of 12</option></select>' +
                 '<svg width="200" height="40"><text x="10" y="20">0 Data</text><text x="12" y="23">1 visual</text></svg>');
         }""")
-        assert sorted(bad_values(p)) == ["<tx-sampling> shows 'undefined' in 'p = undefined'",
-                                         "page text shows '[object Object]' in 'Result: [object Object]'",
-                                         ]
+        assert sorted(bad_values(p)) == [
+            "<tx-sampling> shows 'undefined' in 'p = undefined'",
+            "page text shows '[object Object]' in 'Result: [object Object]'",
+        ]
         assert bad_values(p, {"": {"[object Object]"}, "tx-sampling": {"undefined"}}) == []
         wide = overflow(p, PHONE_WIDTH)
         assert wide[0].startswith("page is ") and any(x.startswith("div ends at 6") for x in wide), wide
@@ -365,7 +379,8 @@ def test_no_widget_member_shadows_a_dom_member(page):
     hides the DOM's own or, when only called as `this.after?.()`, runs the DOM's: both are bugs."""
     p = page.goto("")
     p.wait_for_function("() => !!(customElements.get('tx-sampling') && customElements.get('tx-stage-tokens'))")
-    found = p.evaluate("""() => {
+    found = p.evaluate(
+        """() => {
         const dom = new Set();
         for (let proto = HTMLElement.prototype; proto; proto = Object.getPrototypeOf(proto))
             Object.getOwnPropertyNames(proto).forEach(n => dom.add(n));
@@ -384,7 +399,9 @@ def test_no_widget_member_shadows_a_dom_member(page):
                     if (dom.has(n) && !lifecycle.has(n)) out.clashes.push(`${tag}: ${n}`);
         }
         return out;
-    }""" % json.dumps(sorted({f.stem for f in (ROOT / "site_src" / "widgets").glob("tx-*.js")})))
+    }"""
+        % json.dumps(sorted({f.stem for f in (ROOT / "site_src" / "widgets").glob("tx-*.js")}))
+    )
     assert found["defined"] >= 34, found["defined"]
     assert not found["clashes"], found["clashes"]
     # Hooks looked up on `this` but defined by no widget (`this.after?.()`) are invisible to the

@@ -78,7 +78,8 @@ def _floats(encoded: str) -> np.ndarray:
 
 def forward(p, ids, **options):
     """model.forward in the page; float32 arrays come back base64-encoded (JSON would be slow)."""
-    out = p.evaluate("""async ([ids, options]) => {
+    out = p.evaluate(
+        """async ([ids, options]) => {
       const out = await window.model.forward(ids, options);
       const b64 = (a) => {
         const bytes = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -89,7 +90,9 @@ def forward(p, ids, **options):
       const plain = (t) => ({ data: b64(t.data), dims: t.dims });
       return { logits: b64(out.logits), dims: out.dims,
                attentions: out.attentions && out.attentions.map(plain), hiddenStates: out.hiddenStates && out.hiddenStates.map(plain) };
-    }""", [ids, options])
+    }""",
+        [ids, options],
+    )
     out["logits"] = _floats(out["logits"])
     for key in ("attentions", "hiddenStates"):
         for layer in out[key] or []:
@@ -149,22 +152,28 @@ def test_wasm_prefill_logits_match_onnxruntime(page):
     for option, key in (("attentions", "attentions"), ("hiddenStates", "hiddenStates")):
         if info["outputs"][key]:
             got = forward(p, ids, **{option: True})
-            names = sorted((n for n in reference_for(variant).outputs if n.startswith({"attentions": "attentions.", "hiddenStates": "hidden_states."}[key])),
-                           key=lambda n: int(n.rsplit(".", 1)[1]))
+            names = sorted(
+                (n for n in reference_for(variant).outputs if n.startswith({"attentions": "attentions.", "hiddenStates": "hidden_states."}[key])),
+                key=lambda n: int(n.rsplit(".", 1)[1]),
+            )
             want = reference_for(variant).run(ids, names)
             assert len(got[key]) == len(names)
             for layer, name in zip(got[key], names):
                 np.testing.assert_allclose(layer["data"].reshape(layer["dims"]), want[name][0], atol=1e-4)
         else:
-            message = p.evaluate("""async (option) => {
-              try { await window.model.forward([1, 2, 3], { [option]: true }); return null; } catch (e) { return e.message; } }""", option)
+            message = p.evaluate(
+                """async (option) => {
+              try { await window.model.forward([1, 2, 3], { [option]: true }); return null; } catch (e) { return e.message; } }""",
+                option,
+            )
             assert message and "has no" in message and info["variant"] in message
 
 
 def test_webgpu_prefill_logits_match_onnxruntime(webgpu_page):
     p = open_api(webgpu_page)
-    assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), \
+    assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), (
         "this Chromium offers no WebGPU adapter even with --enable-unsafe-webgpu"
+    )
     result = load(p, variant=exact_variant(manifest(), "webgpu"))
     assert result["ok"], result
     assert result["info"]["backend"] == "webgpu" and result["info"]["threads"] is None
@@ -180,7 +189,8 @@ def test_default_variant_per_backend_and_its_logits(page):
     assert result["ok"], result
     wasm_variants = [v["name"] for v in m["variants"] if "wasm" in v["backends"]]
     expected = m.get("default_variants", {}).get("wasm") or next(
-        (n for n in ("q8x", "q4x", "q8", "fp32", "q4", "fp16") if n in wasm_variants), wasm_variants[0])
+        (n for n in ("q8x", "q4x", "q8", "fp32", "q4", "fp16") if n in wasm_variants), wasm_variants[0]
+    )
     assert result["info"]["variant"] == expected
     assert result["info"]["notices"] == []
     check_prefill_logits(p, result["info"])
@@ -190,7 +200,8 @@ def test_tokenizer_corpus_in_the_browser(page):
     """The tokenizer gives HF's ids for the whole committed corpus inside Chromium too."""
     corpus = json.loads(TOKENIZER_CORPUS.read_text())
     p = open_api(page)
-    mismatches = p.evaluate("""async (corpus) => {
+    mismatches = p.evaluate(
+        """async (corpus) => {
       const { GPT2Tokenizer } = await import('./assets/tx/runtime/tokenizer.js');
       const base = new URL('./models/' + (await (await fetch('./models/index.json')).json()).default + '/', location.href);
       const tok = await GPT2Tokenizer.load(new URL('vocab.json', base).href, new URL('merges.txt', base).href);
@@ -201,7 +212,9 @@ def test_tokenizer_corpus_in_the_browser(page):
         if (tok.decode(ids) !== text && !text.includes('\\ufffd')) bad.push('decode: ' + text);
       }
       return bad;
-    }""", corpus)
+    }""",
+        corpus,
+    )
     assert len(corpus) >= 1000
     assert mismatches == [], mismatches[:5]
 
@@ -253,12 +266,15 @@ def test_q8x_reads_the_q4x_pieces_and_matches_onnxruntime(page):
     check_prefill_logits(p, info)
 
 
-@pytest.mark.parametrize("kind, words", [
-    ("404", ["HTTP 404", "no such file"]),
-    ("corrupt", ["corrupted", "sha256"]),
-    ("truncate", ["truncated"]),
-    ("stall", ["stopped sending", "nothing arrived"]),
-])
+@pytest.mark.parametrize(
+    "kind, words",
+    [
+        ("404", ["HTTP 404", "no such file"]),
+        ("corrupt", ["corrupted", "sha256"]),
+        ("truncate", ["truncated"]),
+        ("stall", ["stopped sending", "nothing arrived"]),
+    ],
+)
 def test_download_faults_give_a_message_and_retry_works(page, kind, words):
     p = open_api(page)
     hits = []
@@ -310,8 +326,14 @@ def test_variant_in_external_data_pieces(page, tmp_path):
     assert len(written) >= 3
     files = [file_entry(path, tmp_path, file_role(path)) for path in written]
     outputs = base.get("outputs") or [o["name"] for o in m["outputs"]]
-    variant = {"name": "pieces", "dtype": base.get("dtype"), "backends": ["wasm", "webgpu"], "outputs": outputs, "files": files,
-               "bytes": sum(f["bytes"] for f in files)}
+    variant = {
+        "name": "pieces",
+        "dtype": base.get("dtype"),
+        "backends": ["wasm", "webgpu"],
+        "outputs": outputs,
+        "files": files,
+        "bytes": sum(f["bytes"] for f in files),
+    }
     patched = {**m, "variants": [*m["variants"], variant], "default_variants": {"wasm": "pieces", "webgpu": "pieces"}}
 
     p = open_api(page)
@@ -347,9 +369,12 @@ def test_prompt_longer_than_the_context_is_a_message(page):
     p = open_api(page)
     assert load(p, backend="wasm")["ok"]
     n_positions = manifest()["config"]["n_positions"]
-    error = p.evaluate("""async (n) => {
+    error = p.evaluate(
+        """async (n) => {
       try { await window.model.forward(Array(n + 3).fill(257)); return null; }
-      catch (e) { return { message: e.message, kind: e.kind }; } }""", n_positions)
+      catch (e) { return { message: e.message, kind: e.kind }; } }""",
+        n_positions,
+    )
     assert error["kind"] == "context"
     assert f"at most {n_positions}" in error["message"] and f"{n_positions + 3} tokens" in error["message"]
 
@@ -437,15 +462,18 @@ BROKEN_GRAPH = b"this is not an ONNX graph"
 
 
 def _broken_variant(backends: list[str]) -> dict:
-    return {"name": "broken", "dtype": "float32", "backends": backends, "bytes": len(BROKEN_GRAPH),
-            "files": [{"path": "broken/model.onnx", "role": "graph", "bytes": len(BROKEN_GRAPH),
-                       "sha256": hashlib.sha256(BROKEN_GRAPH).hexdigest()}]}
+    return {
+        "name": "broken",
+        "dtype": "float32",
+        "backends": backends,
+        "bytes": len(BROKEN_GRAPH),
+        "files": [{"path": "broken/model.onnx", "role": "graph", "bytes": len(BROKEN_GRAPH), "sha256": hashlib.sha256(BROKEN_GRAPH).hexdigest()}],
+    }
 
 
 def test_a_variant_that_fails_to_open_falls_back_to_the_next(page):
     m = manifest()
-    patched = {**m, "variants": [_broken_variant(["wasm"]), *m["variants"]],
-               "default_variants": {**m.get("default_variants", {}), "wasm": "broken"}}
+    patched = {**m, "variants": [_broken_variant(["wasm"]), *m["variants"]], "default_variants": {**m.get("default_variants", {}), "wasm": "broken"}}
     p = open_api(page)
     serve_patched_manifest(p, patched, {"broken/model.onnx": BROKEN_GRAPH})
     result = load(p, backend="wasm")
@@ -458,8 +486,11 @@ def test_a_variant_that_fails_to_open_falls_back_to_the_next(page):
 def test_auto_falls_back_to_wasm_when_nothing_opens_on_webgpu(webgpu_page):
     m = manifest()
     wasm_only = [{**v, "backends": [b for b in v["backends"] if b != "webgpu"]} for v in m["variants"]]
-    patched = {**m, "variants": [_broken_variant(["webgpu"]), *[v for v in wasm_only if v["backends"]]],
-               "default_variants": {k: v for k, v in m.get("default_variants", {}).items() if k != "webgpu"}}
+    patched = {
+        **m,
+        "variants": [_broken_variant(["webgpu"]), *[v for v in wasm_only if v["backends"]]],
+        "default_variants": {k: v for k, v in m.get("default_variants", {}).items() if k != "webgpu"},
+    }
     p = open_api(webgpu_page)
     serve_patched_manifest(p, patched, {"broken/model.onnx": BROKEN_GRAPH})
     result = load(p)  # backend "auto": WebGPU has an adapter here, but its only variant is broken

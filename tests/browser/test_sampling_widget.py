@@ -9,6 +9,7 @@ from widget_checks import press_keys
 
 pytestmark = pytest.mark.browser
 
+
 def shown(widget):
     """The probabilities the widget displays, and the arguments it computed them for."""
     rows = widget.locator(".bar-row")
@@ -18,9 +19,10 @@ def shown(widget):
 
 def wait_for_request(page, request):
     page.wait_for_function(
-        "want => { const el = document.querySelector('tx-sampling');"
-        " return el.dataset.state === 'ready' && el.dataset.request === want; }",
-        arg=json.dumps(request, separators=(",", ":")), timeout=60_000)
+        "want => { const el = document.querySelector('tx-sampling'); return el.dataset.state === 'ready' && el.dataset.request === want; }",
+        arg=json.dumps(request, separators=(",", ":")),
+        timeout=60_000,
+    )
 
 
 def test_probabilities_match_cpython_after_moving_sliders(page):
@@ -38,7 +40,7 @@ def test_probabilities_match_cpython_after_moving_sliders(page):
     press_keys(temperature, "ArrowLeft", 6)  # 1.00 -> 0.70
     press_keys(widget.locator('input[name="top_k"]'), "ArrowRight", 5)  # off -> 5
     widget.locator('input[name="top_p"]').focus()
-    p.keyboard.press("ArrowLeft")               # 1.00 -> 0.95
+    p.keyboard.press("ArrowLeft")  # 1.00 -> 0.95
     wait_for_request(p, {"temperature": 0.7, "top_k": 5, "top_p": 0.95})
 
     probs, request = shown(widget)

@@ -13,8 +13,7 @@ TOL = 1e-12  # the widgets show what NumPy computed in float64: agreement to rou
 
 def wait_state(p, tag, states, timeout):
     """Until the first `tag` element's data-state is one of `states`."""
-    p.wait_for_function("([tag, states]) => states.includes(document.querySelector(tag)?.dataset.state)",
-                        arg=[tag, list(states)], timeout=timeout)
+    p.wait_for_function("([tag, states]) => states.includes(document.querySelector(tag)?.dataset.state)", arg=[tag, list(states)], timeout=timeout)
 
 
 def wait_ready(page, tag, want=None):
@@ -26,7 +25,9 @@ def wait_ready(page, tag, want=None):
              const request = JSON.parse(el.dataset.request);
              return Object.entries(want).every(([k, v]) => JSON.stringify(request[k]) === JSON.stringify(v));
            }""",
-        arg=[tag, want or {}], timeout=90_000)
+        arg=[tag, want or {}],
+        timeout=90_000,
+    )
     return json.loads(page.locator(tag).get_attribute("data-request"))
 
 
@@ -38,8 +39,7 @@ def wait_error(page, tag):
 
 def assert_close(actual, expected, tol=TOL):
     """Elementwise agreement in float64 within `tol`, relative and absolute."""
-    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
-                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64), rtol=tol, atol=tol)
 
 
 def shown_attention(widget):

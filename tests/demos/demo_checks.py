@@ -25,5 +25,4 @@ def assert_plain(value, leaves: tuple[type, ...] = SCALARS, allow_none: bool = F
 
 def assert_close(actual, expected, tol: float = TOL) -> None:
     """Elementwise agreement in float64 within ``tol``, relative and absolute."""
-    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64),
-                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(np.asarray(actual, dtype=np.float64), np.asarray(expected, dtype=np.float64), rtol=tol, atol=tol)

@@ -131,8 +131,7 @@ def test_sdpa_matches_loop_reference(t_q, t_k, d_k, d_v, causal, pad):
 def test_attn_mask_combines_with_causal_and_padding():
     q, k, v = rand(4, 3), rand(4, 3), rand(4, 2)
     custom = [[True, True, False, True]] * 4
-    r = scaled_dot_product_attention(q, k, v, causal=True, key_padding_mask=[False, False, False, True],
-                                     attn_mask=custom)
+    r = scaled_dot_product_attention(q, k, v, causal=True, key_padding_mask=[False, False, False, True], attn_mask=custom)
     expected = [[j <= i and j != 3 and j != 2 for j in range(4)] for i in range(4)]
     assert r["allowed"] == expected
 
@@ -178,8 +177,7 @@ def test_huge_scores_do_not_overflow():
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(1, 5), st.sampled_from([(1, 1), (4, 2), (6, 3), (8, 4), (12, 12), (12, 1)]),
-       st.integers(0, 2**31))
+@given(st.integers(1, 5), st.sampled_from([(1, 1), (4, 2), (6, 3), (8, 4), (12, 12), (12, 1)]), st.integers(0, 2**31))
 def test_split_then_merge_is_identity(t, dh, seed):
     d, h = dh
     x = np.random.default_rng(seed).standard_normal((t, d))
@@ -187,20 +185,19 @@ def test_split_then_merge_is_identity(t, dh, seed):
     assert np.array(heads).shape == (h, t, d // h)
     assert merge_heads(heads) == x.tolist()
     for i in range(h):  # head i holds the i-th block of columns
-        assert heads[i] == x[:, i * (d // h):(i + 1) * (d // h)].tolist()
+        assert heads[i] == x[:, i * (d // h) : (i + 1) * (d // h)].tolist()
 
 
 def test_multi_head_equals_independent_heads():
     t, d, h = 5, 6, 3
     x, wq, wk, wv, wo = np.array(rand(t, d)), *(np.array(rand(d, d)) for _ in range(4))
-    r = multi_head_attention(x.tolist(), wq.tolist(), wk.tolist(), wv.tolist(), wo.tolist(), h, causal=True,
-                             key_padding_mask=[False] * 4 + [True])
+    r = multi_head_attention(x.tolist(), wq.tolist(), wk.tolist(), wv.tolist(), wo.tolist(), h, causal=True, key_padding_mask=[False] * 4 + [True])
     outs = []
     for i in range(h):
         cols = slice(i * 2, (i + 1) * 2)
-        one = scaled_dot_product_attention((x @ wq)[:, cols].tolist(), (x @ wk)[:, cols].tolist(),
-                                           (x @ wv)[:, cols].tolist(), causal=True,
-                                           key_padding_mask=[False] * 4 + [True])
+        one = scaled_dot_product_attention(
+            (x @ wq)[:, cols].tolist(), (x @ wk)[:, cols].tolist(), (x @ wv)[:, cols].tolist(), causal=True, key_padding_mask=[False] * 4 + [True]
+        )
         assert_close(r["weights"][i], one["weights"])
         outs.append(one["output"])
     assert_close(r["concat"], np.concatenate(outs, axis=1))
@@ -264,32 +261,22 @@ OK3 = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
 
 BAD_INPUTS = [
     pytest.param(scaled_dot_product_attention, dict(q=[], k=OK3, v=OK3), "matrix", id="empty-q"),
-    pytest.param(scaled_dot_product_attention, dict(q=[[1.0, 2.0], [3.0]], k=OK3, v=OK3), "different lengths",
-                 id="ragged"),
+    pytest.param(scaled_dot_product_attention, dict(q=[[1.0, 2.0], [3.0]], k=OK3, v=OK3), "different lengths", id="ragged"),
     pytest.param(scaled_dot_product_attention, dict(q=[[1.0, "a"]], k=OK3, v=OK3), "not a number", id="string"),
     pytest.param(scaled_dot_product_attention, dict(q=[[1.0, math.nan]], k=OK3, v=OK3), "NaN", id="nan"),
-    pytest.param(scaled_dot_product_attention, dict(q=[[1.0, 2.0, 3.0]], k=OK3, v=OK3), "same width",
-                 id="width-mismatch"),
-    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3[:2]), "one value row per key",
-                 id="values-mismatch"),
-    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, causal="yes"), "true or false",
-                 id="causal-string"),
-    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, key_padding_mask=[True] * 2),
-                 "shape", id="padding-length"),
-    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, key_padding_mask=[True] * 3),
-                 "no key at all", id="all-padding"),
-    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, key_padding_mask=[1, 0, 0]),
-                 "true/false", id="padding-ints"),
-    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, scale=math.inf), "finite",
-                 id="inf-scale"),
+    pytest.param(scaled_dot_product_attention, dict(q=[[1.0, 2.0, 3.0]], k=OK3, v=OK3), "same width", id="width-mismatch"),
+    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3[:2]), "one value row per key", id="values-mismatch"),
+    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, causal="yes"), "true or false", id="causal-string"),
+    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, key_padding_mask=[True] * 2), "shape", id="padding-length"),
+    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, key_padding_mask=[True] * 3), "no key at all", id="all-padding"),
+    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, key_padding_mask=[1, 0, 0]), "true/false", id="padding-ints"),
+    pytest.param(scaled_dot_product_attention, dict(q=OK3, k=OK3, v=OK3, scale=math.inf), "finite", id="inf-scale"),
     pytest.param(split_heads, dict(x=[[1.0] * 6], n_heads=4), "do not divide the width 6", id="heads-divide"),
     pytest.param(split_heads, dict(x=[[1.0] * 6], n_heads=0), "between 1 and 6", id="zero-heads"),
     pytest.param(split_heads, dict(x=[[1.0] * 6], n_heads=2.5), "whole number", id="fractional-heads"),
     pytest.param(merge_heads, dict(heads=[[1.0, 2.0]]), "equally shaped", id="merge-2d"),
-    pytest.param(multi_head_attention, dict(x=OK3, w_q=OK3, w_k=OK3, w_v=OK3, w_o=OK3, n_heads=1),
-                 r"shape \(2, 2\)", id="mha-weight-shape"),
-    pytest.param(worked_example, dict(scaled_scores=[1.0, 2.0], values=[1.0]), "one value per legal key",
-                 id="worked-lengths"),
+    pytest.param(multi_head_attention, dict(x=OK3, w_q=OK3, w_k=OK3, w_v=OK3, w_o=OK3, n_heads=1), r"shape \(2, 2\)", id="mha-weight-shape"),
+    pytest.param(worked_example, dict(scaled_scores=[1.0, 2.0], values=[1.0]), "one value per legal key", id="worked-lengths"),
     pytest.param(worked_example, dict(scaled_scores=[1000.0], values=[1.0]), "overflows", id="worked-overflow"),
     pytest.param(explore, dict(sentence="   "), "empty", id="explore-empty"),
     pytest.param(explore, dict(sentence="a " * 13), "at most 12", id="explore-long"),
@@ -334,22 +321,23 @@ def test_sdpa_attn_mask_matches_torch(torch):
     q, k, v = rand(3, 4), rand(5, 4), rand(5, 2)
     mask = [[True, False, True, True, False], [False, True, True, False, True], [True] * 5]
     r = scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    ref = F.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float64) for a in (q, k, v)),
-                                         attn_mask=torch.tensor(mask))
+    ref = F.scaled_dot_product_attention(*(torch.tensor(a, dtype=torch.float64) for a in (q, k, v)), attn_mask=torch.tensor(mask))
     assert_close(r["output"], ref.numpy())
 
 
-@pytest.mark.parametrize("d, h, causal, pad", [
-    pytest.param(8, 2, False, None, id="2-heads"),
-    pytest.param(12, 4, True, None, id="4-heads-causal"),
-    pytest.param(6, 3, True, [False, False, False, False, True, True], id="causal+padding"),
-    pytest.param(4, 1, False, [False, True, False, False, False, False], id="one-head-padding"),
-])
+@pytest.mark.parametrize(
+    "d, h, causal, pad",
+    [
+        pytest.param(8, 2, False, None, id="2-heads"),
+        pytest.param(12, 4, True, None, id="4-heads-causal"),
+        pytest.param(6, 3, True, [False, False, False, False, True, True], id="causal+padding"),
+        pytest.param(4, 1, False, [False, True, False, False, False, False], id="one-head-padding"),
+    ],
+)
 def test_multi_head_attention_matches_torch(torch, d, h, causal, pad):
     t = 6
     x, wq, wk, wv, wo = np.array(rand(t, d)), *(np.array(rand(d, d)) for _ in range(4))
-    r = multi_head_attention(x.tolist(), wq.tolist(), wk.tolist(), wv.tolist(), wo.tolist(), h,
-                             causal=causal, key_padding_mask=pad)
+    r = multi_head_attention(x.tolist(), wq.tolist(), wk.tolist(), wv.tolist(), wo.tolist(), h, causal=causal, key_padding_mask=pad)
     mha = torch.nn.MultiheadAttention(d, h, bias=False, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
         mha.in_proj_weight.copy_(torch.tensor(np.concatenate([wq.T, wk.T, wv.T])))
@@ -358,8 +346,7 @@ def test_multi_head_attention_matches_torch(torch, d, h, causal, pad):
     # nn.MultiheadAttention's boolean masks mark what is NOT allowed.
     attn_mask = torch.ones(t, t, dtype=torch.bool).triu(1) if causal else None
     kpm = torch.tensor([pad]) if pad is not None else None
-    out, weights = mha(tx, tx, tx, attn_mask=attn_mask, key_padding_mask=kpm, need_weights=True,
-                       average_attn_weights=False)
+    out, weights = mha(tx, tx, tx, attn_mask=attn_mask, key_padding_mask=kpm, need_weights=True, average_attn_weights=False)
     assert_close(r["output"], out[0].detach().numpy())
     assert_close(r["weights"], weights[0].detach().numpy())
 

@@ -103,8 +103,7 @@ def test_course_running_example(gpt2_merges):
     vocab = json.loads((GPT2_DIR / "encoder.json").read_text(encoding="utf-8"))
     tokens = apply_merges("Data visualization empowers users to", gpt2_merges)["tokens"]
     assert tokens == ["Data", "Ġvisualization", "Ġem", "powers", "Ġusers", "Ġto"]
-    assert [vocab[t] for t in apply_merges(" Data visualization empowers users to", gpt2_merges)["tokens"]] == [
-        6060, 32704, 795, 30132, 2985, 284]
+    assert [vocab[t] for t in apply_merges(" Data visualization empowers users to", gpt2_merges)["tokens"]] == [6060, 32704, 795, 30132, 2985, 284]
     assert [vocab[t] for t in apply_merges("Hello world", gpt2_merges)["tokens"]] == [15496, 995]
 
 
@@ -148,9 +147,11 @@ def test_train_bpe_worked_example():
     assert [(s["token"], s["count"], s["ties"]) for s in r["steps"]] == [("lo", 3, 1), ("low", 3, 0), ("lowe", 2, 1)]
     assert r["alphabet"] == sorted(set("lowerst") | {"Ġ"})
     assert [s["vocab_size"] for s in r["steps"]] == [9, 10, 11]
-    assert r["words"] == [{"word": "low", "count": 1, "tokens": ["low"]},
-                          {"word": "Ġlower", "count": 1, "tokens": ["Ġ", "lowe", "r"]},
-                          {"word": "Ġlowest", "count": 1, "tokens": ["Ġ", "lowe", "s", "t"]}]
+    assert r["words"] == [
+        {"word": "low", "count": 1, "tokens": ["low"]},
+        {"word": "Ġlower", "count": 1, "tokens": ["Ġ", "lowe", "r"]},
+        {"word": "Ġlowest", "count": 1, "tokens": ["Ġ", "lowe", "s", "t"]},
+    ]
     assert_plain(r)
 
 
@@ -179,8 +180,7 @@ def hf_train(corpus, n, min_frequency=0):
     tok = tokenizers.Tokenizer(tokenizers.models.BPE())
     tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     alphabet = {c for w in pretokenize(corpus) for c in w}
-    trainer = tokenizers.trainers.BpeTrainer(vocab_size=len(alphabet) + n, min_frequency=min_frequency,
-                                             show_progress=False, special_tokens=[])
+    trainer = tokenizers.trainers.BpeTrainer(vocab_size=len(alphabet) + n, min_frequency=min_frequency, show_progress=False, special_tokens=[])
     tok.train_from_iterator([corpus], trainer=trainer)
     merges = json.loads(tok.to_str())["model"]["merges"]
     return [m.split(" ") if isinstance(m, str) else list(m) for m in merges]

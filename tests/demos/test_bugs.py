@@ -22,8 +22,7 @@ assert_plain = partial(check_plain, allow_none=True)
 
 
 IDS = [b["id"] for b in list_bugs()]
-REQUIRED = {"causal_mask", "softmax_axis", "missing_scale", "head_split", "padding_mask", "post_norm",
-            "layer_norm_axis"}
+REQUIRED = {"causal_mask", "softmax_axis", "missing_scale", "head_split", "padding_mask", "post_norm", "layer_norm_axis"}
 
 
 # ---------------------------------------------------------------------------
@@ -133,8 +132,7 @@ def causal_attention(q, k, v):
 
 def test_padding_outputs_are_not_checked():
     """Zeroing the outputs at padding positions is fine; only real positions count."""
-    code = reveal("padding_mask")["reference"].replace(
-        "    return weights @ v", "    out = weights @ v\n    out[is_pad] = 0.0\n    return out")
+    code = reveal("padding_mask")["reference"].replace("    return weights @ v", "    out = weights @ v\n    out[is_pad] = 0.0\n    return out")
     assert check("padding_mask", code)["passed"]
 
 
@@ -211,8 +209,9 @@ def test_keyboard_interrupt_is_not_swallowed():
         check("causal_mask", "raise KeyboardInterrupt\n")
 
 
-@pytest.mark.skipif(not hasattr(signal, "setitimer") or sys.platform == "emscripten",
-                    reason="needs POSIX interval timers (Pyodide's interrupt buffer is tested in the browser)")
+@pytest.mark.skipif(
+    not hasattr(signal, "setitimer") or sys.platform == "emscripten", reason="needs POSIX interval timers (Pyodide's interrupt buffer is tested in the browser)"
+)
 def test_endless_loop_is_stopped_by_an_interrupt():
     """The CPython stand-in for Pyodide's interrupt buffer: a timer raises
     KeyboardInterrupt inside the reader's `while True: pass`, and check lets it out."""
@@ -298,7 +297,7 @@ def test_split_heads_reference_matches_indexing(seed):
     assert got.shape == (x["n_heads"], T, d_head)
     for h in range(x["n_heads"]):
         for t in range(T):
-            assert got[h, t].tolist() == x["x"][t, h * d_head:(h + 1) * d_head].tolist()
+            assert got[h, t].tolist() == x["x"][t, h * d_head : (h + 1) * d_head].tolist()
 
 
 def loop_layer_norm(row, eps=1e-5):
@@ -356,8 +355,7 @@ def test_references_match_torch(seed):
     T = x["q"].shape[1]
     real = torch.arange(T)[None, :] < torch.tensor(x["lengths"])[:, None]  # (B, T)
     want = F.scaled_dot_product_attention(t(x["q"]), t(x["k"]), t(x["v"]), attn_mask=real[:, None, :])
-    np.testing.assert_allclose(catalogue._real_rows(x, reference("padding_mask")(**x)),
-                               catalogue._real_rows(x, want.numpy()), atol=1e-12)
+    np.testing.assert_allclose(catalogue._real_rows(x, reference("padding_mask")(**x)), catalogue._real_rows(x, want.numpy()), atol=1e-12)
 
     x = inputs_for("head_split", seed)
     T, d_model = x["x"].shape

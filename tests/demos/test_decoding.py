@@ -168,7 +168,7 @@ def test_beam_search_invariants(width, max_len, alpha):
     assert len(result["beams"]) <= width
     for step in result["steps"]:
         kept = [c for c in step if c["kept"]]
-        assert len(kept) == min(width, len(step)) and step[:len(kept)] == kept  # the best ones survive
+        assert len(kept) == min(width, len(step)) and step[: len(kept)] == kept  # the best ones survive
         assert [c["score"] for c in step] == sorted((c["score"] for c in step), reverse=True)
         for c in step:
             assert c["prob"] == pytest.approx(float(exact_prob(tuple(c["tokens"]))), rel=1e-12)
@@ -215,20 +215,23 @@ def test_decode_bundles_the_yardsticks(method):
     assert_plain(r)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: beam_search(0), "beam_width must be between 1 and 64"),
-    (lambda: beam_search(2, 0), "max_len must be between 1 and 10"),
-    (lambda: beam_search(2, 3, -1), "length_penalty must be between"),
-    (lambda: beam_search(2.5), "beam_width must be a whole number"),
-    (lambda: greedy(11), "max_len must be between"),
-    (lambda: sample(0), "num_samples must be between"),
-    (lambda: sample(5, 4, float("nan")), "temperature must be a number"),
-    (lambda: sample(5, 4, 1.0, -1), "seed must be between"),
-    (lambda: decode("top-k"), "method must be"),
-    (lambda: sequence_probability(["a", "cow"]), "not in the vocabulary"),
-    (lambda: sequence_probability([END, "a"]), "only be the last"),
-    (lambda: sequence_probability("a dog"), "must be a list"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: beam_search(0), "beam_width must be between 1 and 64"),
+        (lambda: beam_search(2, 0), "max_len must be between 1 and 10"),
+        (lambda: beam_search(2, 3, -1), "length_penalty must be between"),
+        (lambda: beam_search(2.5), "beam_width must be a whole number"),
+        (lambda: greedy(11), "max_len must be between"),
+        (lambda: sample(0), "num_samples must be between"),
+        (lambda: sample(5, 4, float("nan")), "temperature must be a number"),
+        (lambda: sample(5, 4, 1.0, -1), "seed must be between"),
+        (lambda: decode("top-k"), "method must be"),
+        (lambda: sequence_probability(["a", "cow"]), "not in the vocabulary"),
+        (lambda: sequence_probability([END, "a"]), "only be the last"),
+        (lambda: sequence_probability("a dog"), "must be a list"),
+    ],
+)
 def test_bad_input_is_a_readable_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()

@@ -31,9 +31,11 @@ def test_demos_tests_pass_in_pyodide():
         pytest.fail("pytest wheels for Pyodide are missing: run `make test` (target pyodide-wheels)")
     files = [str(ROOT / "tests" / "demos" / f"test_{m}.py") for m in MODULES]
     result = subprocess.run(
-        ["node", "tests/pyodide/run.mjs", str(SITE / "assets" / "vendor" / "pyodide"), str(WHEELS),
-         *files, "--", "-v", "--tb=short"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        ["node", "tests/pyodide/run.mjs", str(SITE / "assets" / "vendor" / "pyodide"), str(WHEELS), *files, "--", "-v", "--tb=short"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     out = result.stdout + result.stderr
     tail = "\n".join(out.strip().splitlines()[-40:])

@@ -87,8 +87,7 @@ def test_cosine_similarity_known_values(a, b, expected):
     assert cosine_similarity(a, b) == pytest.approx(expected, abs=TOL)
 
 
-@given(st.lists(st.floats(-10, 10), min_size=3, max_size=3), st.lists(st.floats(-10, 10), min_size=3, max_size=3),
-       st.floats(0.01, 100))
+@given(st.lists(st.floats(-10, 10), min_size=3, max_size=3), st.lists(st.floats(-10, 10), min_size=3, max_size=3), st.floats(0.01, 100))
 @settings(max_examples=60, deadline=None)
 def test_cosine_is_symmetric_bounded_and_scale_invariant(a, b, scale):
     if min(np.linalg.norm(a), np.linalg.norm(b)) < 1e-3:

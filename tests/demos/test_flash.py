@@ -63,8 +63,7 @@ def test_tiled_equals_naive_in_float64(Tq, Tk, d, bq, bk, causal):
 def test_tiled_matches_torch_sdpa(Tq, Tk, d, bq, bk, causal):
     torch = pytest.importorskip("torch")
     q, k, v = qkv(Tq, Tk, d, seed=Tq + Tk * d)
-    expected = torch.nn.functional.scaled_dot_product_attention(
-        torch.tensor(q), torch.tensor(k), torch.tensor(v), is_causal=causal).numpy()
+    expected = torch.nn.functional.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v), is_causal=causal).numpy()
     close(flash_attention(q.tolist(), k.tolist(), v.tolist(), causal, bq, bk), expected)
     close(naive_attention(q.tolist(), k.tolist(), v.tolist(), causal), expected)
 
@@ -80,8 +79,7 @@ def test_large_scores_stay_finite_thanks_to_the_running_max():
 @settings(max_examples=50, deadline=None)
 def test_any_tiling_gives_the_same_answer(T, d, bq, bk, causal, seed):
     q, k, v = qkv(T, T, d, seed)
-    close(flash_attention(q.tolist(), k.tolist(), v.tolist(), causal, bq, bk),
-          naive_attention(q.tolist(), k.tolist(), v.tolist(), causal))
+    close(flash_attention(q.tolist(), k.tolist(), v.tolist(), causal, bq, bk), naive_attention(q.tolist(), k.tolist(), v.tolist(), causal))
 
 
 # ---------------------------------------------------------------------------
@@ -99,7 +97,7 @@ def test_online_softmax_trace(row, bk, causal):
     for i, step in enumerate(t["steps"]):
         lo, hi = step["keys"]
         assert lo == i * bk and hi == min(lo + bk, n) - 1
-        close(step["scores"], scores[lo:hi + 1])
+        close(step["scores"], scores[lo : hi + 1])
         seen = hi + 1
         m = scores[:seen].max()
         assert step["max_after"] == pytest.approx(m, abs=TOL)
@@ -134,15 +132,21 @@ def traffic_by_walking(T, d, bq, bk, causal):
     return reads, writes, tiles
 
 
-@pytest.mark.parametrize("T, d, bq, bk, causal", [(1024, 64, 64, 64, False), (1024, 64, 64, 64, True),
-                                                  (1000, 32, 48, 80, True), (7, 3, 2, 5, False), (1, 1, 1, 1, True)])
+@pytest.mark.parametrize(
+    "T, d, bq, bk, causal", [(1024, 64, 64, 64, False), (1024, 64, 64, 64, True), (1000, 32, 48, 80, True), (7, 3, 2, 5, False), (1, 1, 1, 1, True)]
+)
 def test_memory_traffic_matches_a_tile_walk(T, d, bq, bk, causal):
     r = memory_traffic(T, d, bq, bk, causal, "float32")
     reads, writes, tiles = traffic_by_walking(T, d, bq, bk, causal)
     assert (r["tiled"]["reads"], r["tiled"]["writes"], r["tiles"]) == (reads, writes, tiles)
     assert r["tiled"]["score_matrix"] == 0
-    assert r["naive"] == {"reads": 3 * T * d + 2 * T * T, "writes": T * d + 2 * T * T, "total": 4 * T * d + 4 * T * T,
-                          "score_matrix": 4 * T * T, "bytes": 4 * (4 * T * d + 4 * T * T)}
+    assert r["naive"] == {
+        "reads": 3 * T * d + 2 * T * T,
+        "writes": T * d + 2 * T * T,
+        "total": 4 * T * d + 4 * T * T,
+        "score_matrix": 4 * T * T,
+        "bytes": 4 * (4 * T * d + 4 * T * T),
+    }
     assert r["tiled"]["bytes"] == 4 * (reads + writes)
     assert r["ratio"] == r["naive"]["total"] / r["tiled"]["total"]
     assert_plain(r)

@@ -24,10 +24,25 @@ ID = {piece: i for i, piece in enumerate(VOCAB)}
 def answers(max_pieces, max_digits):
     """Every valid answer as a tuple of token ids, built from the schema's parts."""
     names = [p for n in range(1, max_pieces + 1) for p in itertools.product(guided.NAME_PIECES, repeat=n)]
-    ages = ["0"] + [str(a) for a in range(1, 10 ** max_digits)]
+    ages = ["0"] + [str(a) for a in range(1, 10**max_digits)]
     for name, age, s1, s2, s3 in itertools.product(names, ages, *[["", " "]] * 3):
-        pieces = ["{", '"name"', ":", *([s1] if s1 else []), '"', *name, '"', ",", *([s2] if s2 else []),
-                  '"age"', ":", *([s3] if s3 else []), *age, "}", "<eos>"]
+        pieces = [
+            "{",
+            '"name"',
+            ":",
+            *([s1] if s1 else []),
+            '"',
+            *name,
+            '"',
+            ",",
+            *([s2] if s2 else []),
+            '"age"',
+            ":",
+            *([s3] if s3 else []),
+            *age,
+            "}",
+            "<eos>",
+        ]
         yield tuple(ID[p] for p in pieces)
 
 
@@ -48,23 +63,45 @@ def test_mask_is_exactly_the_grammar(monkeypatch, max_pieces, max_digits):
 
 
 def test_full_size_answers_are_accepted_and_parse():
-    for ids in [(ID["{"], ID['"name"'], ID[":"], ID['"'], ID["Ada"], ID["Bo"], ID["Zo"], ID['"'], ID[","],
-                 ID['"age"'], ID[":"], ID[" "], ID["9"], ID["0"], ID["7"], ID["}"], guided.EOS)]:
+    for ids in [
+        (
+            ID["{"],
+            ID['"name"'],
+            ID[":"],
+            ID['"'],
+            ID["Ada"],
+            ID["Bo"],
+            ID["Zo"],
+            ID['"'],
+            ID[","],
+            ID['"age"'],
+            ID[":"],
+            ID[" "],
+            ID["9"],
+            ID["0"],
+            ID["7"],
+            ID["}"],
+            guided.EOS,
+        )
+    ]:
         for k in range(len(ids)):
             assert ids[k] in allowed_tokens(list(ids[:k]))["allowed"]
         assert allowed_tokens(list(ids))["complete"]
         assert json.loads("".join(VOCAB[i] for i in ids[:-1])) == {"name": "AdaBoZo", "age": 907}
 
 
-@pytest.mark.parametrize("text_pieces", [
-    ["{", '"name"', ":", '"', '"'],                       # empty name
-    ["{", '"name"', ":", '"', "Ada", "Ada", "Ada", "Ada"],   # fourth piece
-    ["{", '"age"'],                                      # keys out of order
-    ["{", '"name"', ":", '"', "Ada", '"', ",", '"age"', ":", "0", "1"],   # leading zero
-    ["{", '"name"', ":", '"', "Ada", '"', ",", '"age"', ":", "1", "2", "3", "4"],  # 4 digits
-    ["{", '"name"', ":", " ", " "],                       # two spaces
-    ["true"],
-])
+@pytest.mark.parametrize(
+    "text_pieces",
+    [
+        ["{", '"name"', ":", '"', '"'],  # empty name
+        ["{", '"name"', ":", '"', "Ada", "Ada", "Ada", "Ada"],  # fourth piece
+        ["{", '"age"'],  # keys out of order
+        ["{", '"name"', ":", '"', "Ada", '"', ",", '"age"', ":", "0", "1"],  # leading zero
+        ["{", '"name"', ":", '"', "Ada", '"', ",", '"age"', ":", "1", "2", "3", "4"],  # 4 digits
+        ["{", '"name"', ":", " ", " "],  # two spaces
+        ["true"],
+    ],
+)
 def test_prefixes_that_break_the_schema_are_rejected(text_pieces):
     with pytest.raises(ValueError, match="already breaks the schema"):
         allowed_tokens([ID[p] for p in text_pieces])
@@ -140,8 +177,7 @@ def test_generate_guided_is_always_valid(skill):
         for step in r["steps"]:
             assert step["chosen"] in step["allowed"]
             assert step["guided_probs"][step["chosen"]] == max(step["guided_probs"])
-            assert step["removed_mass"] == pytest.approx(
-                math.fsum(p for i, p in enumerate(step["probs"]) if i not in step["allowed"]), abs=1e-12)
+            assert step["removed_mass"] == pytest.approx(math.fsum(p for i, p in enumerate(step["probs"]) if i not in step["allowed"]), abs=1e-12)
 
 
 def test_unguided_often_fails():

@@ -130,8 +130,7 @@ def test_cached_attention_equals_full_causal_attention(H, H_kv, T, d):
 def test_attention_matches_torch_sdpa(H, H_kv, T, d):
     torch = pytest.importorskip("torch")
     q, k, v = qkv(H, H_kv, T, d, seed=T + d)
-    expected = torch.nn.functional.scaled_dot_product_attention(
-        torch.tensor(q), torch.tensor(k), torch.tensor(v), is_causal=True, enable_gqa=H_kv != H).numpy()
+    expected = torch.nn.functional.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v), is_causal=True, enable_gqa=H_kv != H).numpy()
     close(causal_attention(q.tolist(), k.tolist(), v.tolist()), expected)
     close(cached_attention(q.tolist(), k.tolist(), v.tolist())["output"], expected)
 

@@ -147,8 +147,7 @@ def test_moe_layer_matches_a_dense_torch_formulation(k, shared):
     x, w = rng.standard_normal((T, d)), rng.standard_normal((d, n))
     experts = rng.standard_normal((n, d, d))
     shared_w = rng.standard_normal((shared, d, d)) if shared else None
-    got = moe_layer(x.tolist(), w.tolist(), experts.tolist(), top_k=k,
-                    w_shared=None if shared_w is None else shared_w.tolist())
+    got = moe_layer(x.tolist(), w.tolist(), experts.tolist(), top_k=k, w_shared=None if shared_w is None else shared_w.tolist())
     xt = torch.tensor(x)
     logits = xt @ torch.tensor(w)
     top = torch.topk(logits, k, dim=-1)  # same order as the probabilities
@@ -191,8 +190,9 @@ def torch_collapse(n, k, steps, balance, alpha, T, seed):
     return loads
 
 
-@pytest.mark.parametrize("n, k, balance, alpha, T, seed", [
-    (8, 1, False, 0.5, 64, 0), (8, 1, True, 0.5, 64, 0), (6, 2, True, 1.0, 32, 3), (4, 1, False, 0.5, 16, 7)])
+@pytest.mark.parametrize(
+    "n, k, balance, alpha, T, seed", [(8, 1, False, 0.5, 64, 0), (8, 1, True, 0.5, 64, 0), (6, 2, True, 1.0, 32, 3), (4, 1, False, 0.5, 16, 7)]
+)
 def test_routing_collapse_matches_torch_autograd(n, k, balance, alpha, T, seed):
     got = routing_collapse(num_experts=n, top_k=k, steps=25, balance=balance, alpha=alpha, num_tokens=T, seed=seed)
     close(got["load"], torch_collapse(n, k, 25, balance, alpha, T, seed), tol=0)  # the same routing decisions

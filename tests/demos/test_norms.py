@@ -100,8 +100,7 @@ def test_rms_norm_ignores_scale_but_not_shift(x, a):
 def test_compare_norms_reports_statistics_before_and_after():
     x = [1.0, 2.0, 3.0, 10.0]
     r = compare_norms(x, eps=1e-5)
-    assert r["input"] == {"values": x, "mean": 4.0, "std": pytest.approx(np.std(x), abs=TOL),
-                          "rms": pytest.approx(np.sqrt(np.mean(np.square(x))), abs=TOL)}
+    assert r["input"] == {"values": x, "mean": 4.0, "std": pytest.approx(np.std(x), abs=TOL), "rms": pytest.approx(np.sqrt(np.mean(np.square(x))), abs=TOL)}
     assert abs(r["layer_norm"]["mean"]) < TOL
     assert r["layer_norm"]["std"] == pytest.approx(math.sqrt(np.var(x) / (np.var(x) + 1e-5)), abs=TOL)
     assert r["rms_norm"]["rms"] == pytest.approx(math.sqrt(np.mean(np.square(x)) / (np.mean(np.square(x)) + 1e-5)), abs=TOL)

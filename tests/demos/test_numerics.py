@@ -189,15 +189,18 @@ def test_flip_rows_recomputed_with_loops():
 # input checks
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: sum_orders(n=1), "n must be between 2"),
-    (lambda: sum_orders(dtype="int8"), "dtype must be one of"),
-    (lambda: sum_orders(n=10_000, num_orders=1000), "at most 2,000,000"),
-    (lambda: sum_orders(seed=-1), "seed must be between"),
-    (lambda: sum_orders(n=2.5), "n must be a whole number"),
-    (lambda: batch_sums(n=10), "n must be between 64"),
-    (lambda: argmax_flip(d=8), "d must be between 64"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: sum_orders(n=1), "n must be between 2"),
+        (lambda: sum_orders(dtype="int8"), "dtype must be one of"),
+        (lambda: sum_orders(n=10_000, num_orders=1000), "at most 2,000,000"),
+        (lambda: sum_orders(seed=-1), "seed must be between"),
+        (lambda: sum_orders(n=2.5), "n must be a whole number"),
+        (lambda: batch_sums(n=10), "n must be between 64"),
+        (lambda: argmax_flip(d=8), "d must be between 64"),
+    ],
+)
 def test_bad_input_is_a_readable_error(call, message):
     with pytest.raises(ValueError, match=message):
         call()

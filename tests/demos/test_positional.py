@@ -44,7 +44,7 @@ def test_table_matches_the_formula(n, d):
 
 
 def test_frequencies_and_first_rows():
-    assert frequencies(8) == [1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75]
+    assert frequencies(8) == [1.0, 10000**-0.25, 10000**-0.5, 10000**-0.75]
     row0 = sinusoidal_table(1, 8)[0]
     assert row0 == [0.0, 1.0] * 4  # sin 0, cos 0
     # Low dimensions oscillate fast: column 0 changes sign within a few positions, the last pair barely moves.

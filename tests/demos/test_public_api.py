@@ -17,8 +17,7 @@ MODULES = sorted(p.stem for p in (ROOT / "demos").glob("*.py") if not p.stem.sta
 
 def public_functions(module):
     """The functions `module` defines itself whose names do not start with `_`."""
-    return {name: f for name, f in vars(module).items()
-            if not name.startswith("_") and inspect.isfunction(f) and f.__module__ == module.__name__}
+    return {name: f for name, f in vars(module).items() if not name.startswith("_") and inspect.isfunction(f) and f.__module__ == module.__name__}
 
 
 @pytest.mark.parametrize("name", MODULES)

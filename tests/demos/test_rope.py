@@ -76,8 +76,7 @@ def test_position_zero_is_identity_and_frequencies_are_the_sinusoidal_ones():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(0, 300), st.integers(0, 300), st.integers(0, 300), st.sampled_from([2, 8, 32]),
-       st.integers(0, 2**31))
+@given(st.integers(0, 300), st.integers(0, 300), st.integers(0, 300), st.sampled_from([2, 8, 32]), st.integers(0, 2**31))
 def test_score_depends_only_on_offset(m, n, shift, d, seed):
     rng = np.random.default_rng(seed)
     q, k = rng.uniform(-1, 1, d), rng.uniform(-1, 1, d)
@@ -221,8 +220,7 @@ def test_relative_property_in_torch(torch):
     theta = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
 
     def rotate(v, pos):
-        return torch.view_as_real(torch.view_as_complex(v.reshape(-1, 2)) * torch.polar(torch.ones_like(theta),
-                                                                                        pos * theta)).reshape(-1)
+        return torch.view_as_real(torch.view_as_complex(v.reshape(-1, 2)) * torch.polar(torch.ones_like(theta), pos * theta)).reshape(-1)
 
     for m, n in [(10, 3), (110, 103), (1000, 993)]:
         ref = float(rotate(q, m) @ rotate(k, n))

@@ -35,20 +35,39 @@ PRESET_IDS = [p["id"] for p in size.PRESETS]
 
 # Published parameter counts, row by row, as the sources print them.
 PUBLISHED = {
-    "gpt2-small": 124e6, "gpt2-medium": 355e6, "gpt2-large": 774e6, "gpt2-xl": 1558e6,
-    "bert-base": 110e6, "bert-large": 340e6,
-    "gpt3-small": 125e6, "gpt3-medium": 350e6, "gpt3-large": 760e6, "gpt3-xl": 1.3e9,
-    "gpt3-2.7b": 2.7e9, "gpt3-6.7b": 6.7e9, "gpt3-13b": 13e9, "gpt3-175b": 175e9,
-    "llama-7b": 6.7e9, "llama-13b": 13.0e9, "llama-33b": 32.5e9, "llama-65b": 65.2e9,
+    "gpt2-small": 124e6,
+    "gpt2-medium": 355e6,
+    "gpt2-large": 774e6,
+    "gpt2-xl": 1558e6,
+    "bert-base": 110e6,
+    "bert-large": 340e6,
+    "gpt3-small": 125e6,
+    "gpt3-medium": 350e6,
+    "gpt3-large": 760e6,
+    "gpt3-xl": 1.3e9,
+    "gpt3-2.7b": 2.7e9,
+    "gpt3-6.7b": 6.7e9,
+    "gpt3-13b": 13e9,
+    "gpt3-175b": 175e9,
+    "llama-7b": 6.7e9,
+    "llama-13b": 13.0e9,
+    "llama-33b": 32.5e9,
+    "llama-65b": 65.2e9,
 }
 
 # The shapes of the lecture's GPT-3 table (layers, width, heads) and LLaMA table
 # (width, heads, layers). GPT-3 XL and 13B are adjusted in the presets (see `note`).
-GPT3_TABLE = {"gpt3-small": (12, 768, 12), "gpt3-medium": (24, 1024, 16), "gpt3-large": (24, 1536, 16),
-              "gpt3-xl": (24, 2048, 24), "gpt3-2.7b": (32, 2560, 32), "gpt3-6.7b": (32, 4096, 32),
-              "gpt3-13b": (40, 5140, 40), "gpt3-175b": (96, 12288, 96)}
-LLAMA_TABLE = {"llama-7b": (4096, 32, 32), "llama-13b": (5120, 40, 40), "llama-33b": (6656, 52, 60),
-               "llama-65b": (8192, 64, 80)}
+GPT3_TABLE = {
+    "gpt3-small": (12, 768, 12),
+    "gpt3-medium": (24, 1024, 16),
+    "gpt3-large": (24, 1536, 16),
+    "gpt3-xl": (24, 2048, 24),
+    "gpt3-2.7b": (32, 2560, 32),
+    "gpt3-6.7b": (32, 4096, 32),
+    "gpt3-13b": (40, 5140, 40),
+    "gpt3-175b": (96, 12288, 96),
+}
+LLAMA_TABLE = {"llama-7b": (4096, 32, 32), "llama-13b": (5120, 40, 40), "llama-33b": (6656, 52, 60), "llama-65b": (8192, 64, 80)}
 
 
 def gpt2_by_hand(n_layer, d, vocab=50257, n_positions=1024):
@@ -107,8 +126,7 @@ def test_gpt2_small_exact():
     assert_plain(p)
 
 
-@pytest.mark.parametrize("pid, layers, d", [("gpt2-medium", 24, 1024), ("gpt2-large", 36, 1280),
-                                            ("gpt2-xl", 48, 1600)])
+@pytest.mark.parametrize("pid, layers, d", [("gpt2-medium", 24, 1024), ("gpt2-large", 36, 1280), ("gpt2-xl", 48, 1600)])
 def test_gpt2_family_exact(pid, layers, d):
     assert count_parameters(**preset(pid))["total"] == gpt2_by_hand(layers, d)
 
@@ -186,28 +204,62 @@ def test_mixture_of_experts_total_and_active():
 
 
 @settings(max_examples=60, deadline=None)
-@given(n_layer=st.integers(1, 48), heads=st.sampled_from([(1, 1), (4, 2), (8, 8), (12, 4), (16, 1)]),
-       width_per_head=st.integers(1, 96), vocab=st.integers(1, 60000), positions=st.sampled_from(size.POSITIONS),
-       tie=st.booleans(), gated=st.booleans(), bias=st.booleans(), norm=st.sampled_from(["layernorm", "rmsnorm"]),
-       where=st.sampled_from(["pre", "post"]), experts=st.sampled_from([(1, 1, 0), (8, 2, 0), (16, 1, 2)]))
+@given(
+    n_layer=st.integers(1, 48),
+    heads=st.sampled_from([(1, 1), (4, 2), (8, 8), (12, 4), (16, 1)]),
+    width_per_head=st.integers(1, 96),
+    vocab=st.integers(1, 60000),
+    positions=st.sampled_from(size.POSITIONS),
+    tie=st.booleans(),
+    gated=st.booleans(),
+    bias=st.booleans(),
+    norm=st.sampled_from(["layernorm", "rmsnorm"]),
+    where=st.sampled_from(["pre", "post"]),
+    experts=st.sampled_from([(1, 1, 0), (8, 2, 0), (16, 1, 2)]),
+)
 def test_parts_add_up(n_layer, heads, width_per_head, vocab, positions, tie, gated, bias, norm, where, experts):
     h, kv = heads
     n_experts, top_k, shared = experts
-    p = count_parameters(n_layer=n_layer, d_model=h * width_per_head, n_head=h, n_kv_head=kv, vocab_size=vocab,
-                         n_positions=512, positions=positions, tie_embeddings=tie, gated_ffn=gated, bias=bias,
-                         norm=norm, norm_position=where, n_experts=n_experts, top_k=top_k,
-                         n_shared_experts=shared)
-    parts = ("token_embedding", "position_embedding", "segment_embedding", "embedding_norm", "layers",
-             "final_norm", "pooler", "lm_head")
+    p = count_parameters(
+        n_layer=n_layer,
+        d_model=h * width_per_head,
+        n_head=h,
+        n_kv_head=kv,
+        vocab_size=vocab,
+        n_positions=512,
+        positions=positions,
+        tie_embeddings=tie,
+        gated_ffn=gated,
+        bias=bias,
+        norm=norm,
+        norm_position=where,
+        n_experts=n_experts,
+        top_k=top_k,
+        n_shared_experts=shared,
+    )
+    parts = ("token_embedding", "position_embedding", "segment_embedding", "embedding_norm", "layers", "final_norm", "pooler", "lm_head")
     assert p["total"] == sum(p[k] for k in parts)
     assert p["per_layer"] == p["attention_per_layer"] + p["ffn_per_layer"] + p["norms_per_layer"]
     assert p["attention_per_layer"] == sum(p[f"attention_{k}"] for k in "qkvo")
     assert p["layers"] == n_layer * p["per_layer"]
     assert p["active"] <= p["total"]
-    more = count_parameters(n_layer=n_layer + 1, d_model=h * width_per_head, n_head=h, n_kv_head=kv,
-                            vocab_size=vocab, n_positions=512, positions=positions, tie_embeddings=tie,
-                            gated_ffn=gated, bias=bias, norm=norm, norm_position=where, n_experts=n_experts,
-                            top_k=top_k, n_shared_experts=shared)
+    more = count_parameters(
+        n_layer=n_layer + 1,
+        d_model=h * width_per_head,
+        n_head=h,
+        n_kv_head=kv,
+        vocab_size=vocab,
+        n_positions=512,
+        positions=positions,
+        tie_embeddings=tie,
+        gated_ffn=gated,
+        bias=bias,
+        norm=norm,
+        norm_position=where,
+        n_experts=n_experts,
+        top_k=top_k,
+        n_shared_experts=shared,
+    )
     assert more["total"] - p["total"] == p["per_layer"]
 
 
@@ -313,14 +365,21 @@ def hf_model(pid):
 
     c = preset(pid)
     if pid.startswith(("gpt2", "gpt3")):
-        return tf.GPT2LMHeadModel, tf.GPT2Config(n_layer=c["n_layer"], n_embd=c["d_model"], n_head=c["n_head"],
-                                                  n_positions=c["n_positions"], vocab_size=c["vocab_size"])
+        return tf.GPT2LMHeadModel, tf.GPT2Config(
+            n_layer=c["n_layer"], n_embd=c["d_model"], n_head=c["n_head"], n_positions=c["n_positions"], vocab_size=c["vocab_size"]
+        )
     if pid.startswith("bert"):
-        return tf.BertModel, tf.BertConfig(num_hidden_layers=c["n_layer"], hidden_size=c["d_model"],
-                                           num_attention_heads=c["n_head"], intermediate_size=c["d_ff"])
-    return tf.LlamaForCausalLM, tf.LlamaConfig(num_hidden_layers=c["n_layer"], hidden_size=c["d_model"],
-                                               num_attention_heads=c["n_head"], intermediate_size=c["d_ff"],
-                                               vocab_size=c["vocab_size"], tie_word_embeddings=False)
+        return tf.BertModel, tf.BertConfig(
+            num_hidden_layers=c["n_layer"], hidden_size=c["d_model"], num_attention_heads=c["n_head"], intermediate_size=c["d_ff"]
+        )
+    return tf.LlamaForCausalLM, tf.LlamaConfig(
+        num_hidden_layers=c["n_layer"],
+        hidden_size=c["d_model"],
+        num_attention_heads=c["n_head"],
+        intermediate_size=c["d_ff"],
+        vocab_size=c["vocab_size"],
+        tie_word_embeddings=False,
+    )
 
 
 def test_gpt2_small_matches_hf_default_config(torch):
@@ -344,20 +403,52 @@ def test_every_preset_matches_hf(torch, pid):
 def test_llama_gqa_matches_hf(torch):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=3, num_attention_heads=8,
-                         num_key_value_heads=2, vocab_size=500, tie_word_embeddings=False)
-    ours = count_parameters(n_layer=3, d_model=256, n_head=8, n_kv_head=2, d_ff=688, vocab_size=500,
-                            positions="rotary", tie_embeddings=False, gated_ffn=True, bias=False, norm="rmsnorm")
+    config = LlamaConfig(
+        hidden_size=256, intermediate_size=688, num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2, vocab_size=500, tie_word_embeddings=False
+    )
+    ours = count_parameters(
+        n_layer=3,
+        d_model=256,
+        n_head=8,
+        n_kv_head=2,
+        d_ff=688,
+        vocab_size=500,
+        positions="rotary",
+        tie_embeddings=False,
+        gated_ffn=True,
+        bias=False,
+        norm="rmsnorm",
+    )
     assert hf_count(torch, LlamaForCausalLM, config) == ours["total"]
 
 
 def test_mixtral_moe_matches_hf(torch):
     from transformers import MixtralConfig, MixtralForCausalLM
 
-    config = MixtralConfig(hidden_size=128, intermediate_size=320, num_hidden_layers=2, num_attention_heads=8,
-                           num_key_value_heads=4, vocab_size=300, num_local_experts=8, num_experts_per_tok=2,
-                           tie_word_embeddings=False)
-    ours = count_parameters(n_layer=2, d_model=128, n_head=8, n_kv_head=4, d_ff=320, vocab_size=300,
-                            positions="rotary", tie_embeddings=False, gated_ffn=True, bias=False, norm="rmsnorm",
-                            n_experts=8, top_k=2)
+    config = MixtralConfig(
+        hidden_size=128,
+        intermediate_size=320,
+        num_hidden_layers=2,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        vocab_size=300,
+        num_local_experts=8,
+        num_experts_per_tok=2,
+        tie_word_embeddings=False,
+    )
+    ours = count_parameters(
+        n_layer=2,
+        d_model=128,
+        n_head=8,
+        n_kv_head=4,
+        d_ff=320,
+        vocab_size=300,
+        positions="rotary",
+        tie_embeddings=False,
+        gated_ffn=True,
+        bias=False,
+        norm="rmsnorm",
+        n_experts=8,
+        top_k=2,
+    )
     assert hf_count(torch, MixtralForCausalLM, config) == ours["total"]

@@ -98,5 +98,4 @@ def assert_phrase_rows(table: dict, phrases_key: str, text: str, source: str) ->
             assert phrase in text, f"{source} does not contain {phrase!r}"
         for cell in row:
             for number in NUMBER.findall(cell):
-                assert any(occurs_as_number(number, p) for p in phrases), \
-                    f"{table['id']}: {number} (in {cell!r}) is not in the row's phrases {phrases}"
+                assert any(occurs_as_number(number, p) for p in phrases), f"{table['id']}: {number} (in {cell!r}) is not in the row's phrases {phrases}"

@@ -20,8 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "http://site.invalid/"  # stand-in origin for resolving relative URLs
-URL_ATTRIBUTES = {"a": "href", "link": "href", "area": "href", "script": "src", "img": "src",
-                  "iframe": "src", "source": "src", "video": "src", "audio": "src"}
+URL_ATTRIBUTES = {"a": "href", "link": "href", "area": "href", "script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src", "audio": "src"}
 
 
 class PageScan(HTMLParser):
@@ -49,8 +48,7 @@ class PageScan(HTMLParser):
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("links") / "site"
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                            cwd=ROOT, capture_output=True, text=True, env=env)
+    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
     return out
 

@@ -32,6 +32,7 @@ needs_seeds = pytest.mark.skipif(not SEEDS.is_dir(), reason=f"seed documents not
 
 # --- helpers -----------------------------------------------------------------------------
 
+
 def seed_text(name: str) -> str:
     return (SEEDS / name).read_text(encoding="utf-8")
 
@@ -43,6 +44,7 @@ def seed_columns(table: dict) -> list[int]:
 
 # --- the data file -----------------------------------------------------------------------
 
+
 def test_data_file_is_well_formed():
     assert_well_formed(DATA, TABLES, "seed_phrases")
     for table in DATA["tables"]:
@@ -52,12 +54,14 @@ def test_data_file_is_well_formed():
 
 # --- (a) data against the pages -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("table_id", sorted(TABLES))
 def test_page_shows_the_table_cell_by_cell(table_id):
     assert_page_shows(TABLES[table_id])
 
 
 # --- (b) data against the seeds -----------------------------------------------------------
+
 
 @needs_seeds
 @pytest.mark.parametrize("table_id", sorted(t for t in TABLES if TABLES[t]["check"] == "rows"))
@@ -92,6 +96,7 @@ def test_every_number_occurs_in_the_seed(table_id):
 
 # --- internal consistency of the transcribed tables ---------------------------------------
 
+
 def _count(cell: str) -> float:
     """'125M' -> 125e6, '1.4T' -> 1.4e12, '60%' -> 60, '0.44' -> 0.44."""
     scale = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12, "%": 1}.get(cell[-1], None)
@@ -124,6 +129,7 @@ def test_mixture_weights_sum_as_the_pages_say():
 
 
 # --- figures the pages derive -------------------------------------------------------------
+
 
 def _row(table_id: str, name: str) -> list[str]:
     return next(r for r in TABLES[table_id]["rows"] if r[0] == name)
@@ -178,14 +184,14 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
     ]
 
 
-@pytest.mark.parametrize("page, shown, value, computed, tolerance", _derived(),
-                         ids=[f"{page}:{shown}" for page, shown, *_ in _derived()])
+@pytest.mark.parametrize("page, shown, value, computed, tolerance", _derived(), ids=[f"{page}:{shown}" for page, shown, *_ in _derived()])
 def test_derived_figure(page, shown, value, computed, tolerance):
     assert shown in " ".join(page_text(page).split()), f"{page} no longer says {shown!r}"
     assert abs(computed - value) <= tolerance, f"{page}: {shown!r} but the data give {computed:.6g}"
 
 
 # --- parameter counts the pages quote, checked against the size calculator -----------------
+
 
 def test_parameter_figures_match_the_size_calculator():
     size = pytest.importorskip("demos.size")
@@ -195,8 +201,7 @@ def test_parameter_figures_match_the_size_calculator():
 
     gpt2, gpt3, xl = count("gpt2-small"), count("gpt3-175b"), count("gpt3-xl")
     bert_base, bert_large = count("bert-base"), count("bert-large")
-    pages = {p: " ".join(page_text(p).split()) for p in
-             ("foundations/one-hot-and-embeddings.md", "start/keywords.md", "families/gpt3.md", "families/bert.md")}
+    pages = {p: " ".join(page_text(p).split()) for p in ("foundations/one-hot-and-embeddings.md", "start/keywords.md", "families/gpt3.md", "families/bert.md")}
 
     # GPT-2 small: the (50257, 768) token table, the 124M total, the FFN's share of a block
     assert "38.6 million parameters, a sizeable share of the model's 124 million" in pages["foundations/one-hot-and-embeddings.md"]

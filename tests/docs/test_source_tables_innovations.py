@@ -33,11 +33,11 @@ SHARED = next((d for d in SHARED_DIRS if d.is_dir()), SHARED_DIRS[-1])  # TX_SHA
 SEEDS = Path(os.environ["TX_SEEDS"]) if os.environ.get("TX_SEEDS") else SHARED / "seeds"
 DATA, TABLES = load_tables("seed_tables_2.json")
 
-needs_sources = pytest.mark.skipif(not SEEDS.is_dir() or not (SHARED / "ARCHITECTURE.md").is_file(),
-                                   reason=f"source documents not found under {SHARED}")
+needs_sources = pytest.mark.skipif(not SEEDS.is_dir() or not (SHARED / "ARCHITECTURE.md").is_file(), reason=f"source documents not found under {SHARED}")
 
 
 # --- helpers -----------------------------------------------------------------------------
+
 
 def source_text(name: str) -> str:
     path = SEEDS / name.removeprefix("seeds/") if name.startswith("seeds/") else SHARED / name
@@ -45,6 +45,7 @@ def source_text(name: str) -> str:
 
 
 # --- the data file -----------------------------------------------------------------------
+
 
 def test_data_file_is_well_formed():
     assert_well_formed(DATA, TABLES, "phrases")
@@ -55,6 +56,7 @@ def test_data_file_is_well_formed():
 
 # --- (a) data against the pages -----------------------------------------------------------
 
+
 @pytest.mark.parametrize("table_id", sorted(TABLES))
 def test_page_shows_the_table_cell_by_cell(table_id):
     table = TABLES[table_id]
@@ -64,6 +66,7 @@ def test_page_shows_the_table_cell_by_cell(table_id):
 
 
 # --- (b) data against the sources -----------------------------------------------------------
+
 
 @needs_sources
 @pytest.mark.parametrize("table_id", sorted(t for t in TABLES if TABLES[t]["check"] == "rows"))
@@ -97,25 +100,29 @@ FACTS = [  # (page, what the page says, source, the source's words for it)
     ("more/frontier-assistants.md", "as of June 2026", SEED_002, "Snapshot as of June 2026"),
     ("more/frontier-assistants.md", "this page will age", SEED_002, "this field moves fast, so always re-check"),
     ("more/frontier-assistants.md", "GPT-6.1 Sol and Claude Opus 5.5", SEED_004, "OpenAI's GPT-6.1 Sol, Anthropic's Claude Opus 5.5"),
-    ("more/capstone.md", "handed in as a notebook together with a short written report", SEED_002,
-     "Submit a notebook plus a short write-up."),
-    ("more/capstone.md", "from writing attention from scratch to comparing frontier assistants", SEED_002,
-     "from attention-from-scratch to a frontier-model comparison"),
+    ("more/capstone.md", "handed in as a notebook together with a short written report", SEED_002, "Submit a notebook plus a short write-up."),
+    (
+        "more/capstone.md",
+        "from writing attention from scratch to comparing frontier assistants",
+        SEED_002,
+        "from attention-from-scratch to a frontier-model comparison",
+    ),
     ("more/responsible-use.md", "The course names six", SEED_002, "Evaluation, not vibes"),
-    ("scaling/compute-optimal.md", "70 billion parameters and was trained on 1.4 trillion tokens", SEED_004,
-     "I believe it trained it on $1.4 trillion tokens"),
-    ("scaling/compute-optimal.md", "about 20 training tokens per parameter", SEED_004,
-     "approximate compute-optimal relationship of 20 training tokens per model parameter"),
+    ("scaling/compute-optimal.md", "70 billion parameters and was trained on 1.4 trillion tokens", SEED_004, "I believe it trained it on $1.4 trillion tokens"),
+    (
+        "scaling/compute-optimal.md",
+        "about 20 training tokens per parameter",
+        SEED_004,
+        "approximate compute-optimal relationship of 20 training tokens per model parameter",
+    ),
     ("scaling/flops.md", "about $10^{25}$ FLOPs", SEED_004, "training FLOPs for LLMs is like 10 to the power of 25"),
-    ("innovations/long-context.md", "about one million tokens of input", SEED_004,
-     "roughly one million tokens as the industry-standard context length"),
+    ("innovations/long-context.md", "about one million tokens of input", SEED_004, "roughly one million tokens as the industry-standard context length"),
     ("innovations/long-context.md", "roughly from 73K to 128K tokens", SEED_004, "roughly 73K–128K tokens"),
     ("innovations/long-context.md", "between about 10 % and 50 %", SEED_004, "about 10%–50% document depth"),
     ("prompting/context-rot.md", "Between roughly 73K and 128K tokens", SEED_004, "roughly 73K–128K tokens"),
     ("innovations/relative-bias.md", "In T5's released configuration there are 32 buckets", SEED_004, "bucketed relative distance"),
     ("innovations/sliding-window.md", "The Longformer model, the lecture's example", SEED_004, "Sparse attention: Longformer"),
-    ("innovations/positions.md", "found that the two performed about equally well", SEED_004,
-     "both approaches were roughly leading to the same performance"),
+    ("innovations/positions.md", "found that the two performed about equally well", SEED_004, "both approaches were roughly leading to the same performance"),
     ("innovations/positions.md", r"\omega_i = 10000^{-2i/d_\text{model}}", SEED_004, "ω_i = 10000^(−2i/d_model)"),
     ("decoding/top-k.md", "The lecture introduces it first", SEED_004, "select amongst top-k most probable next tokens"),
 ]
@@ -134,6 +141,7 @@ def test_frontier_page_is_dated_and_says_it_will_age():
 
 
 # --- (d) numbers the pages derive -----------------------------------------------------------------
+
 
 def _size():
     return pytest.importorskip("demos.size")
@@ -195,29 +203,27 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
         ("innovations/gqa-mqa.md", "about 13.5 GB in 16-bit numbers", 13.5, w7 / 1e9, 0.05),
         ("innovations/gqa-mqa.md", "seven sequences of 4,096 tokens", 7, math.floor(w7 / (mha7 * 4096)) + 1, 0),
         ("innovations/gqa-mqa.md", "it takes twenty-six", 26, math.floor(w7 / (gqa7 * 4096)) + 1, 0),
-        ("innovations/gqa-mqa.md", "from 2.5 MiB to 320 KiB per token", 2.5,
-         size.kv_cache_bytes_per_token(80, 64, 128, "fp16") / 2**20, 0),
-        ("innovations/gqa-mqa.md", "from 2.5 MiB to 320 KiB per token", 320,
-         size.kv_cache_bytes_per_token(80, 8, 128, "fp16") / 2**10, 0),
+        ("innovations/gqa-mqa.md", "from 2.5 MiB to 320 KiB per token", 2.5, size.kv_cache_bytes_per_token(80, 64, 128, "fp16") / 2**20, 0),
+        ("innovations/gqa-mqa.md", "from 2.5 MiB to 320 KiB per token", 320, size.kv_cache_bytes_per_token(80, 8, 128, "fp16") / 2**10, 0),
         ("innovations/gqa-mqa.md", "removes about 0.8 billion", 0.8, (llama7["total"] - llama7_gqa["total"]) / 1e9, 0.05),
         ("innovations/gqa-mqa.md", "of its 6.7 billion parameters", 6.7, llama7["total"] / 1e9, 0.05),
         ("innovations/flash-attention.md", "hold 262,144 numbers", 262_144, 4 * 1024 * 64, 0),
-        ("innovations/flash-attention.md", "| naive, three kernels | 4,456,448 | 8,912,896 bytes |", 4_456_448,
-         traffic["naive"]["total"], 0),
-        ("innovations/flash-attention.md", "| naive, three kernels | 4,456,448 | 8,912,896 bytes |", 8_912_896,
-         traffic["naive"]["bytes"], 0),
-        ("innovations/flash-attention.md", "| tiled, one kernel | 1,179,648 | 2,359,296 bytes |", 1_179_648,
-         traffic["tiled"]["total"], 0),
-        ("innovations/flash-attention.md", "| tiled, one kernel | 1,179,648 | 2,359,296 bytes |", 2_359_296,
-         traffic["tiled"]["bytes"], 0),
+        ("innovations/flash-attention.md", "| naive, three kernels | 4,456,448 | 8,912,896 bytes |", 4_456_448, traffic["naive"]["total"], 0),
+        ("innovations/flash-attention.md", "| naive, three kernels | 4,456,448 | 8,912,896 bytes |", 8_912_896, traffic["naive"]["bytes"], 0),
+        ("innovations/flash-attention.md", "| tiled, one kernel | 1,179,648 | 2,359,296 bytes |", 1_179_648, traffic["tiled"]["total"], 0),
+        ("innovations/flash-attention.md", "| tiled, one kernel | 1,179,648 | 2,359,296 bytes |", 2_359_296, traffic["tiled"]["bytes"], 0),
         ("innovations/flash-attention.md", "| 720,896 | 1,441,792 bytes |", 720_896, traffic_causal["tiled"]["total"], 0),
         ("innovations/flash-attention.md", "| 720,896 | 1,441,792 bytes |", 1_441_792, traffic_causal["tiled"]["bytes"], 0),
         ("innovations/flash-attention.md", "about 3.8 times less data", 3.8, traffic["ratio"], 0.05),
         ("innovations/flash-attention.md", "about 6.2 times less", 6.2, traffic_causal["ratio"], 0.05),
-        ("innovations/normalization.md", "38,400 parameters in all", 38_400,
-         gpt2["norms_per_layer"] * layers + gpt2["final_norm"], 0),
-        ("innovations/normalization.md", "would have 19,200", 19_200,
-         _count("gpt2-small", norm="rmsnorm")["norms_per_layer"] * layers + _count("gpt2-small", norm="rmsnorm")["final_norm"], 0),
+        ("innovations/normalization.md", "38,400 parameters in all", 38_400, gpt2["norms_per_layer"] * layers + gpt2["final_norm"], 0),
+        (
+            "innovations/normalization.md",
+            "would have 19,200",
+            19_200,
+            _count("gpt2-small", norm="rmsnorm")["norms_per_layer"] * layers + _count("gpt2-small", norm="rmsnorm")["final_norm"],
+            0,
+        ),
         ("innovations/long-context.md", "happens at 24,576 tokens", 24_576, 6 * 4096, 0),
         ("innovations/long-context.md", "about 41 times the linear one", 41, 1_000_000 / (6 * 4096), 0.5),
         ("innovations/long-context.md", "| multi-head | 32 | about 524 GB |", 524, mha7 * 1e6 / 1e9, 0.5),
@@ -231,13 +237,11 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
         ("innovations/quantization.md", "62.2 MB in int4", 62.2, size.weight_memory(gpt2["total"])["int4"] / 1e6, 0.05),
         ("innovations/quantization.md", "about 4.8 times smaller than fp32", 4.8, 499 / 103, 0.05),
         ("innovations/quantization.md", "(84.9 million numbers)", 84.9, block_matrices / 1e6, 0.05),
-        ("innovations/quantization.md", "about 162 million quantized weights", 162,
-         (block_matrices + 2 * vocab * d) / 1e6, 0.5),
+        ("innovations/quantization.md", "about 162 million quantized weights", 162, (block_matrices + 2 * vocab * d) / 1e6, 0.5),
         ("innovations/quantization.md", "take about 101 MB", 101, (block_matrices + 2 * vocab * d) * (0.5 + 4 / 32) / 1e6, 0.5),
         ("innovations/quantization.md", r"$5.0/127 \approx 0.039$", 0.039, 5.0 / 127, 0.0005),
         ("innovations/quantization.md", r"$0.5/127 \approx 0.0039$", 0.0039, 0.5 / 127, 0.00005),
-        ("innovations/quantization.md", r"$2^{13} = 8{,}192$", 8192,
-         float(np.spacing(np.float16(1.0))) / float(np.spacing(np.float32(1.0))), 0),
+        ("innovations/quantization.md", r"$2^{13} = 8{,}192$", 8192, float(np.spacing(np.float16(1.0))) / float(np.spacing(np.float32(1.0))), 0),
         ("innovations/quantization.md", "largest value 65,504", 65_504, float(np.finfo(np.float16).max), 0),
         # efficiency
         ("efficiency/kv-cache.md", r"$6.9 \times 10^{12}$", 6.9e12, gen["without_cache"], 0.05e12),
@@ -245,20 +249,22 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
         ("efficiency/kv-cache.md", "roughly 132 times fewer", 132, gen["ratio"], 0.5),
         ("efficiency/kv-cache.md", "73,728 bytes per token", 73_728, kv.kv_cache_bytes(12, 12, 64, 1, "float32")["bytes_per_token"], 0),
         ("efficiency/kv-cache.md", "72 MiB for a full", 72, kv.kv_cache_bytes(12, 12, 64, 1024, "float32")["total_bytes"] / 2**20, 0),
-        ("efficiency/kv-cache.md", "takes 1,207,959,552 bytes", 1_207_959_552,
-         kv.kv_cache_bytes(12, 12, 64, 1024, "float16", 32)["total_bytes"], 0),
-        ("efficiency/kv-cache.md", "the 250 MB that the model's 16-bit weights", 250,
-         size.weight_memory(gpt2["total"])["fp16"] / 1e6, 1.5),
+        ("efficiency/kv-cache.md", "takes 1,207,959,552 bytes", 1_207_959_552, kv.kv_cache_bytes(12, 12, 64, 1024, "float16", 32)["total_bytes"], 0),
+        ("efficiency/kv-cache.md", "the 250 MB that the model's 16-bit weights", 250, size.weight_memory(gpt2["total"])["fp16"] / 1e6, 1.5),
         ("efficiency/kv-cache.md", r"= 98{,}304$ bytes", 98_304, size.kv_cache_bytes_per_token(24, 16, 64, "fp16"), 0),
         ("efficiency/quantization.md", "about 131 GB in 16-bit numbers", 131, size.weight_memory(llama65["total"])["fp16"] / 1e9, 0.5),
         ("efficiency/quantization.md", "in int8 it needs about 65 GB", 65, size.weight_memory(llama65["total"])["int8"] / 1e9, 0.5),
         ("efficiency/quantization.md", "in int4 about 33 GB", 33, size.weight_memory(llama65["total"])["int4"] / 1e9, 0.5),
         ("efficiency/distillation.md", r"= 81{,}912{,}576", 81_912_576, _count("gpt2-small", n_layer=6)["total"], 0),
         ("efficiency/distillation.md", r"6 \times 7{,}087{,}872", 7_087_872, gpt2["per_layer"], 0),
-        ("efficiency/distillation.md", r"+ 38{,}597{,}376 + 786{,}432 + 1{,}536", 38_597_376 + 786_432 + 1_536,
-         gpt2["token_embedding"] + gpt2["position_embedding"] + gpt2["final_norm"], 0),
-        ("efficiency/distillation.md", "about a third of the parameters", 1 / 3,
-         1 - _count("gpt2-small", n_layer=6)["total"] / gpt2["total"], 0.01),
+        (
+            "efficiency/distillation.md",
+            r"+ 38{,}597{,}376 + 786{,}432 + 1{,}536",
+            38_597_376 + 786_432 + 1_536,
+            gpt2["token_embedding"] + gpt2["position_embedding"] + gpt2["final_norm"],
+            0,
+        ),
+        ("efficiency/distillation.md", "about a third of the parameters", 1 / 3, 1 - _count("gpt2-small", n_layer=6)["total"] / gpt2["total"], 0.01),
         ("efficiency/distillation.md", "Only the blocks' 85 million parameters", 85, gpt2["layers"] / 1e6, 0.5),
         ("efficiency/serving.md", "about 148 tokens per second", 148, 2e12 / w7, 0.5),
         ("efficiency/serving.md", r"13.5 \approx 74", 74, 1e12 / w7, 0.5),
@@ -302,15 +308,19 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
         ("scaling/compute-optimal.md", r"| Chinchilla | 70B | 1.4T | 20 | $5.9 \times 10^{23}$ |", 5.9e23, chin_flops, 0.05e23),
         ("scaling/compute-optimal.md", r"| Gopher | 280B | 300B | about 1.1 | $5.0 \times 10^{23}$ |", 5.0e23, gopher_flops, 0.05e23),
         ("scaling/compute-optimal.md", "| Gopher | 280B | 300B | about 1.1 |", 1.1, 300 / 280, 0.05),
-        ("scaling/compute-optimal.md", r"$5.88 \times 10^{23}$ operations, gives back $N \approx 70$ billion", 70e9,
-         math.sqrt(chin_flops / 120), 0.5e9),
+        ("scaling/compute-optimal.md", r"$5.88 \times 10^{23}$ operations, gives back $N \approx 70$ billion", 70e9, math.sqrt(chin_flops / 120), 0.5e9),
         ("scaling/compute-optimal.md", r"$D \approx 1.4$ trillion", 1.4e12, 20 * math.sqrt(chin_flops / 120), 0.05e12),
         ("scaling/compute-optimal.md", r"$3.15 \times 10^{23}$", 3.15e23, gpt3_flops, 0.005e23),
         ("scaling/compute-optimal.md", "a model of about 51 billion parameters", 51e9, math.sqrt(gpt3_flops / 120), 0.5e9),
         ("scaling/compute-optimal.md", "on about 1 trillion tokens", 1e12, 20 * math.sqrt(gpt3_flops / 120), 0.05e12),
         ("scaling/compute-optimal.md", "about 150 per parameter", 150, 1e12 / 6.7e9, 1),
-        ("scaling/compute-optimal.md", "a Chinchilla budget of about 135 billion", 135e9,
-         size.model_size(**size.preset("llama-7b"))["chinchilla_tokens"], 0.5e9),
+        (
+            "scaling/compute-optimal.md",
+            "a Chinchilla budget of about 135 billion",
+            135e9,
+            size.model_size(**size.preset("llama-7b"))["chinchilla_tokens"],
+            0.5e9,
+        ),
         ("scaling/compute-optimal.md", r"\sqrt{1.2 \times 10^{22} / 120} = 10^{10}", 1e10, math.sqrt(1.2e22 / 120), 1e-3),
         ("scaling/flops.md", r"= 3.15 \times 10^{23}$ FLOPs", 3.15e23, gpt3_flops, 0.005e23),
         ("scaling/flops.md", "some thirty times more", 30, 1e25 / gpt3_flops, 2),
@@ -322,15 +332,17 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
         ("scaling/flops.md", r"about $1.4 \times 10^{11}$", 1.4e11, 2 * 70e9, 0),
         ("scaling/flops.md", r"= 8.4 \times 10^{22}$ FLOPs", 8.4e22, size.training_flops(7 * 10**9, 2 * 10**12), 0),
         ("scaling/serving-smaller.md", "after 4.2 trillion tokens of use", 4.2e12, 3 * 1.4e12, 0),
-        ("scaling/serving-smaller.md", r"| LLaMA 7B shape | 6.7 billion | $1.3 \times 10^{10}$ | 13.5 GB |", 1.3e10,
-         2 * llama7["total"], 0.05e10),
+        ("scaling/serving-smaller.md", r"| LLaMA 7B shape | 6.7 billion | $1.3 \times 10^{10}$ | 13.5 GB |", 1.3e10, 2 * llama7["total"], 0.05e10),
         ("scaling/serving-smaller.md", r"| LLaMA 7B shape | 6.7 billion | $1.3 \times 10^{10}$ | 13.5 GB |", 13.5, w7 / 1e9, 0.05),
-        ("scaling/serving-smaller.md", r"| LLaMA 65B shape | 65.3 billion | $1.3 \times 10^{11}$ | 130.6 GB |", 65.3,
-         llama65["total"] / 1e9, 0.05),
-        ("scaling/serving-smaller.md", r"| LLaMA 65B shape | 65.3 billion | $1.3 \times 10^{11}$ | 130.6 GB |", 1.3e11,
-         2 * llama65["total"], 0.05e11),
-        ("scaling/serving-smaller.md", r"| LLaMA 65B shape | 65.3 billion | $1.3 \times 10^{11}$ | 130.6 GB |", 130.6,
-         size.weight_memory(llama65["total"])["fp16"] / 1e9, 0.05),
+        ("scaling/serving-smaller.md", r"| LLaMA 65B shape | 65.3 billion | $1.3 \times 10^{11}$ | 130.6 GB |", 65.3, llama65["total"] / 1e9, 0.05),
+        ("scaling/serving-smaller.md", r"| LLaMA 65B shape | 65.3 billion | $1.3 \times 10^{11}$ | 130.6 GB |", 1.3e11, 2 * llama65["total"], 0.05e11),
+        (
+            "scaling/serving-smaller.md",
+            r"| LLaMA 65B shape | 65.3 billion | $1.3 \times 10^{11}$ | 130.6 GB |",
+            130.6,
+            size.weight_memory(llama65["total"])["fp16"] / 1e9,
+            0.05,
+        ),
         ("scaling/serving-smaller.md", r"30 / 8 \approx 3.75", 3.75, 30 / 8, 0),
         # prompting
         ("prompting/context-window.md", r"300 \times 500 = 150{,}000", 150_000, 300 * 500, 0),
@@ -350,14 +362,14 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
 _DERIVED = _derived()
 
 
-@pytest.mark.parametrize("page, shown, value, computed, tolerance", _DERIVED,
-                         ids=[f"{page}:{shown[:40]}:{value:g}" for page, shown, value, *_ in _DERIVED])
+@pytest.mark.parametrize("page, shown, value, computed, tolerance", _DERIVED, ids=[f"{page}:{shown[:40]}:{value:g}" for page, shown, value, *_ in _DERIVED])
 def test_derived_figure(page, shown, value, computed, tolerance):
     assert flat(shown) in flat(page_text(page)), f"{page} no longer says {shown!r}"
     assert abs(computed - value) <= tolerance, f"{page}: {shown!r} but the computation gives {computed:.6g}"
 
 
 # --- (e) checks that need more than one number ------------------------------------------------
+
 
 def reachable_after(layers: int, window: int, n: int = 64) -> np.ndarray:
     """Which input positions can influence each output after `layers` sliding-window layers."""
@@ -383,8 +395,7 @@ def test_sliding_window_toy_example_on_the_page():
     for layers, first in ((1, 8), (2, 6), (3, 4)):
         reach = reachable_after(layers, 3, n=11)
         assert np.flatnonzero(reach[10]).tolist() == list(range(first, 11))
-    table = [rows for header, rows in markdown_tables(page_text("innovations/sliding-window.md"))
-             if header[0] == "query \\ key"][0]
+    table = [rows for header, rows in markdown_tables(page_text("innovations/sliding-window.md")) if header[0] == "query \\ key"][0]
     band = reachable_after(1, 3, n=6)
     assert [[cell == "■" for cell in row[1:]] for row in table] == band.tolist()
 
@@ -420,8 +431,7 @@ def test_top_k_and_top_p_keep_what_the_pages_say():
 
 def test_chain_of_thought_token_count():
     bpe = pytest.importorskip("demos.bpe")
-    merges = next((p for p in (ROOT / "build" / "models").glob("*/merges.txt")), None) \
-        if (ROOT / "build" / "models").is_dir() else None
+    merges = next((p for p in (ROOT / "build" / "models").glob("*/merges.txt")), None) if (ROOT / "build" / "models").is_dir() else None
     if merges is None:
         pytest.skip("no exported model with GPT-2's merges.txt under build/models")
     page = page_text("prompting/chain-of-thought.md")

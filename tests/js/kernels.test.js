@@ -7,22 +7,22 @@
 // 7 digits; the kernels round to float32 at the same points as the reference, so they agree
 // to an ulp or two) and ATOL = 1e-6 for values that cancel to near zero (the data are O(1)).
 
-import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { test } from 'node:test';
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
 
-import * as kernels from '../../site_src/widgets/pipeline/kernels.js';
+import * as kernels from "../../site_src/widgets/pipeline/kernels.js";
 
 const RTOL = 1e-5;
 const ATOL = 1e-6;
 
 const here = (relative) => new URL(relative, import.meta.url);
-const { cases } = JSON.parse(readFileSync(here('./fixtures/pipeline_kernels.json'), 'utf8'));
+const { cases } = JSON.parse(readFileSync(here("./fixtures/pipeline_kernels.json"), "utf8"));
 
 /** Fixture arguments as the kernels take them: every list a flat Float32Array, by role in objects. */
 function argument(value) {
   if (Array.isArray(value)) return Float32Array.from(value.flat(Infinity));
-  if (value !== null && typeof value === 'object') {
+  if (value !== null && typeof value === "object") {
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, argument(v)]));
   }
   return value;
@@ -50,7 +50,7 @@ function compare(got, want, path, mismatches) {
     if (got !== -Infinity) mismatches.push(`${path}: ${got} vs -Infinity`);
     return 0;
   }
-  if (typeof want === 'number') {
+  if (typeof want === "number") {
     const err = Math.abs(got - want);
     if (!(err <= RTOL * Math.abs(want) + ATOL)) mismatches.push(`${path}: ${got} vs ${want}`);
     return err / (Math.abs(want) + ATOL / RTOL);
@@ -76,15 +76,15 @@ function compare(got, want, path, mismatches) {
   return worst;
 }
 
-test('the fixture covers every kernel, and every case names one', () => {
+test("the fixture covers every kernel, and every case names one", () => {
   assert.deepEqual(Object.keys(CALLS).sort(), Object.keys(kernels).sort());
   const covered = new Set(cases.map((c) => c.kernel));
   for (const name of Object.keys(CALLS)) assert.ok(covered.has(name), `no case for ${name}`);
   for (const c of cases) assert.ok(CALLS[c.kernel], `${c.name}: unknown kernel ${c.kernel}`);
 });
 
-test('kernels.js imports nothing (it runs under plain node, without the DOM or fetch)', () => {
-  const source = readFileSync(here('../../site_src/widgets/pipeline/kernels.js'), 'utf8');
+test("kernels.js imports nothing (it runs under plain node, without the DOM or fetch)", () => {
+  const source = readFileSync(here("../../site_src/widgets/pipeline/kernels.js"), "utf8");
   assert.doesNotMatch(source, /^\s*import\b|\bimport\(/m);
 });
 
@@ -92,17 +92,20 @@ for (const c of cases) {
   test(`${c.kernel}: ${c.name}`, (t) => {
     const mismatches = [];
     const worst = compare(CALLS[c.kernel](argument(c.args)), c.expected, c.kernel, mismatches);
-    const shown = mismatches.slice(0, 5).map((m) => `  ${m}`).join('\n');
+    const shown = mismatches
+      .slice(0, 5)
+      .map((m) => `  ${m}`)
+      .join("\n");
     assert.equal(mismatches.length, 0, `${mismatches.length} values off by more than ${RTOL} relative + ${ATOL}; first ones:\n${shown}`);
     t.diagnostic(`largest relative error ${worst.toExponential(2)}`);
   });
 }
 
-test('a mismatch is caught (the comparison is not vacuous)', () => {
-  const c = cases.find((k) => k.kernel === 'linear');
+test("a mismatch is caught (the comparison is not vacuous)", () => {
+  const c = cases.find((k) => k.kernel === "linear");
   const args = argument(c.args);
   args.b = args.b.map((v) => v + 1e-3);
   const mismatches = [];
-  compare(CALLS.linear(args), c.expected, 'linear', mismatches);
+  compare(CALLS.linear(args), c.expected, "linear", mismatches);
   assert.ok(mismatches.length > 0);
 });

@@ -95,7 +95,7 @@ def trace_block(x, w, probs, H) -> dict:
     hd = C // H
     ln1 = layer_norm(x, w["ln_1.weight"], w["ln_1.bias"])
     qkv = linear(ln1, w["attn.c_attn.weight"], w["attn.c_attn.bias"])  # (T, 3C)
-    q, k, v = (qkv[:, i * C:(i + 1) * C] for i in range(3))  # (T, C) each
+    q, k, v = (qkv[:, i * C : (i + 1) * C] for i in range(3))  # (T, C) each
     heads = []
     merged = np.zeros((T, C), dtype=np.float64)
     for h in range(H):
@@ -116,9 +116,25 @@ def trace_block(x, w, probs, H) -> dict:
     mlp_out = linear(act, w["mlp.c_proj.weight"], w["mlp.c_proj.bias"])
     nxt = add(mid, mlp_out)
     return {
-        "T": T, "C": C, "H": H, "hd": hd, "x": x, "ln1": ln1, "qkv": qkv, "q": f32(q), "k": f32(k), "v": f32(v),
-        "heads": heads, "merged": merged, "attnOut": attn_out, "mid": mid, "ln2": ln2, "fc": fc, "act": act,
-        "mlpOut": mlp_out, "next": nxt,
+        "T": T,
+        "C": C,
+        "H": H,
+        "hd": hd,
+        "x": x,
+        "ln1": ln1,
+        "qkv": qkv,
+        "q": f32(q),
+        "k": f32(k),
+        "v": f32(v),
+        "heads": heads,
+        "merged": merged,
+        "attnOut": attn_out,
+        "mid": mid,
+        "ln2": ln2,
+        "fc": fc,
+        "act": act,
+        "mlpOut": mlp_out,
+        "next": nxt,
     }
 
 
@@ -134,12 +150,18 @@ def normal(rng, *shape, scale=1.0, loc=0.0) -> np.ndarray:
 def block_weights(rng, C) -> dict[str, np.ndarray]:
     """A block's weights by role, as ``blockWeights`` returns them (linear weights (in, out))."""
     return {
-        "ln_1.weight": normal(rng, C, scale=0.2, loc=1.0), "ln_1.bias": normal(rng, C, scale=0.1),
-        "attn.c_attn.weight": normal(rng, C, 3 * C, scale=0.4), "attn.c_attn.bias": normal(rng, 3 * C, scale=0.1),
-        "attn.c_proj.weight": normal(rng, C, C, scale=0.3), "attn.c_proj.bias": normal(rng, C, scale=0.1),
-        "ln_2.weight": normal(rng, C, scale=0.2, loc=1.0), "ln_2.bias": normal(rng, C, scale=0.1),
-        "mlp.c_fc.weight": normal(rng, C, 4 * C, scale=0.4), "mlp.c_fc.bias": normal(rng, 4 * C, scale=0.1),
-        "mlp.c_proj.weight": normal(rng, 4 * C, C, scale=0.2), "mlp.c_proj.bias": normal(rng, C, scale=0.1),
+        "ln_1.weight": normal(rng, C, scale=0.2, loc=1.0),
+        "ln_1.bias": normal(rng, C, scale=0.1),
+        "attn.c_attn.weight": normal(rng, C, 3 * C, scale=0.4),
+        "attn.c_attn.bias": normal(rng, 3 * C, scale=0.1),
+        "attn.c_proj.weight": normal(rng, C, C, scale=0.3),
+        "attn.c_proj.bias": normal(rng, C, scale=0.1),
+        "ln_2.weight": normal(rng, C, scale=0.2, loc=1.0),
+        "ln_2.bias": normal(rng, C, scale=0.1),
+        "mlp.c_fc.weight": normal(rng, C, 4 * C, scale=0.4),
+        "mlp.c_fc.bias": normal(rng, 4 * C, scale=0.1),
+        "mlp.c_proj.weight": normal(rng, 4 * C, C, scale=0.2),
+        "mlp.c_proj.bias": normal(rng, C, scale=0.1),
     }
 
 
@@ -151,7 +173,7 @@ def block_case(rng, name, T, C, H) -> dict:
     hd = C // H
     qkv = linear(layer_norm(x, w["ln_1.weight"], w["ln_1.bias"]), w["attn.c_attn.weight"], w["attn.c_attn.bias"])
     q = qkv[:, :C].astype(np.float64).reshape(T, H, hd).transpose(1, 0, 2)  # (H, T, hd)
-    k = qkv[:, C:2 * C].astype(np.float64).reshape(T, H, hd).transpose(1, 0, 2)
+    k = qkv[:, C : 2 * C].astype(np.float64).reshape(T, H, hd).transpose(1, 0, 2)
     probs = f32(causal_softmax(q @ k.transpose(0, 2, 1) / math.sqrt(hd)))  # (H, T, T)
     return case(name, "traceBlock", {"x": x, "w": w, "probs": probs, "T": T, "C": C, "H": H}, trace_block(x, w, probs, H))
 
@@ -170,8 +192,14 @@ def build_cases() -> list[dict]:
     cases.append(case("layerNorm random (4, 8)", "layerNorm", {"x": x, "T": 4, "C": 8, "weight": w, "bias": b, "eps": 1e-5}, layer_norm(x, w, b)))
     x = np.stack([np.full(6, 3.0), 1000.0 + normal(rng, 6, scale=0.01), normal(rng, 6, scale=1e-3)]).astype(np.float32)
     w, b = normal(rng, 6, loc=1.0), normal(rng, 6)
-    cases.append(case("layerNorm constant, offset and tiny rows, eps 1e-3", "layerNorm",
-                      {"x": x, "T": 3, "C": 6, "weight": w, "bias": b, "eps": 1e-3}, layer_norm(x, w, b, eps=1e-3)))
+    cases.append(
+        case(
+            "layerNorm constant, offset and tiny rows, eps 1e-3",
+            "layerNorm",
+            {"x": x, "T": 3, "C": 6, "weight": w, "bias": b, "eps": 1e-3},
+            layer_norm(x, w, b, eps=1e-3),
+        )
+    )
     x, w, b = normal(rng, 1, 1), normal(rng, 1), normal(rng, 1)
     cases.append(case("layerNorm one feature (bias only)", "layerNorm", {"x": x, "T": 1, "C": 1, "weight": w, "bias": b, "eps": 1e-5}, layer_norm(x, w, b)))
 

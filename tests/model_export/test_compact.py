@@ -50,8 +50,7 @@ def onnxruntime_dequantize(packed: np.ndarray, scales: np.ndarray, count: int) -
     zero = helper.make_tensor("zero", TensorProto.UINT4, [n_blocks, 1], np.full(n_blocks // 2 + n_blocks % 2, 0x88, np.uint8).tobytes(), raw=True)
     scale = onnx.numpy_helper.from_array(scales.astype(np.float32).reshape(n_blocks, 1), "scale")
     node = helper.make_node("DequantizeLinear", ["codes", "scale", "zero"], ["y"], axis=1, block_size=BLOCK)
-    graph = helper.make_graph([node], "dq", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n_blocks, BLOCK])],
-                              initializer=[codes, zero, scale])
+    graph = helper.make_graph([node], "dq", [], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n_blocks, BLOCK])], initializer=[codes, zero, scale])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], {})[0].reshape(-1)
 

@@ -100,12 +100,8 @@ def test_logits_with_past_match_hf_full_sequence(hf_model, model, prompt_len, ne
     expected = hf_forward(hf_model, input_ids, attention_mask, position_ids).logits[:, prompt_len:]
 
     with torch.no_grad():
-        _, past, _, _ = split_outputs(
-            model(input_ids[:, :prompt_len], attention_mask[:, :prompt_len], position_ids[:, :prompt_len]), 2
-        )
-        logits, present, attentions, _ = split_outputs(
-            model(input_ids[:, prompt_len:], attention_mask, position_ids[:, prompt_len:], *past), 2
-        )
+        _, past, _, _ = split_outputs(model(input_ids[:, :prompt_len], attention_mask[:, :prompt_len], position_ids[:, :prompt_len]), 2)
+        logits, present, attentions, _ = split_outputs(model(input_ids[:, prompt_len:], attention_mask, position_ids[:, prompt_len:], *past), 2)
     real = attention_mask[:, prompt_len:].bool()
     assert (logits - expected)[real].abs().max() <= TOL_HF
     for before, after in zip(past, present):

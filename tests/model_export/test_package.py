@@ -28,7 +28,8 @@ def embedding_graph() -> onnx.ModelProto:
         helper.make_node("MatMul", ["h", "Et"], ["logits"]),
     ]
     graph = helper.make_graph(
-        nodes, "tiny-tied",
+        nodes,
+        "tiny-tied",
         [helper.make_tensor_value_info("ids", TensorProto.INT64, ["B", "T"])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["B", "T", VOCAB])],
         [numpy_helper.from_array(embedding, "E"), numpy_helper.from_array(weight, "W")],
@@ -145,9 +146,17 @@ def test_default_variants_follow_what_was_built(tmp_path):
 
     def manifest(variants):
         return package.build_manifest(
-            name="m", source="preset:tiny", seed=0, random_weights=True, config=dict.fromkeys(
-                ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id"), 1),
-            inputs=[], outputs=[], variants=variants, tokenizer={}, validation=[], root=tmp_path,
+            name="m",
+            source="preset:tiny",
+            seed=0,
+            random_weights=True,
+            config=dict.fromkeys(("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id"), 1),
+            inputs=[],
+            outputs=[],
+            variants=variants,
+            tokenizer={},
+            validation=[],
+            root=tmp_path,
         )
 
     def defaults(variants):
@@ -165,7 +174,7 @@ def test_default_variants_follow_what_was_built(tmp_path):
     assert order == {"webgpu": ["q4", "fp16", "other"], "wasm": ["q4x", "q8", "q4", "custom", "other"]}
     for backend, names in order.items():
         preferred = [n for n in package.VARIANT_ORDER[backend] if n in names]
-        assert names[:len(preferred)] == preferred
+        assert names[: len(preferred)] == preferred
 
 
 def test_json_is_written_atomically_and_strictly(tmp_path):

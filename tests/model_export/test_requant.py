@@ -53,12 +53,17 @@ def onnxruntime_quantize(values: np.ndarray, scales: np.ndarray, per: str) -> tu
     zero = numpy_helper.from_array(np.zeros(safe.shape, np.int8), "zero")
     scale = numpy_helper.from_array(safe, "scale")
     axis = {"axis": 0} if per == "row" else {}
-    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"], **axis),
-             helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["y"], **axis)]
-    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, values.shape)],
-                              [helper.make_tensor_value_info("q", TensorProto.INT8, values.shape),
-                               helper.make_tensor_value_info("y", TensorProto.FLOAT, values.shape)],
-                              initializer=[zero, scale])
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "scale", "zero"], ["q"], **axis),
+        helper.make_node("DequantizeLinear", ["q", "scale", "zero"], ["y"], **axis),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "q",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, values.shape)],
+        [helper.make_tensor_value_info("q", TensorProto.INT8, values.shape), helper.make_tensor_value_info("y", TensorProto.FLOAT, values.shape)],
+        initializer=[zero, scale],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     return session.run(["q", "y"], {"x": values})

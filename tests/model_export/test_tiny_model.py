@@ -44,8 +44,7 @@ def sha256(path: Path) -> str:
 def build_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("build") / "tiny"
     start = time.perf_counter()
-    code = main(["all", "--preset", "tiny", "--out", str(out), "--tokenizer-src", str(NPM_DIR),
-                 "--runs", "2", "--new-tokens", "8"])
+    code = main(["all", "--preset", "tiny", "--out", str(out), "--tokenizer-src", str(NPM_DIR), "--runs", "2", "--new-tokens", "8"])
     BUILD_SECONDS["all"] = time.perf_counter() - start
     assert code == 0
     return out
@@ -85,11 +84,26 @@ def left_padded(batch, length, pads, seed=0):
 
 def test_all_writes_the_site_files_and_keeps_the_reference_private(build_dir):
     print(f"model-export all --preset tiny: {BUILD_SECONDS['all']:.1f} s")
-    shipped = {p.relative_to(build_dir).as_posix() for p in build_dir.rglob("*")
-               if p.is_file() and not p.relative_to(build_dir).as_posix().startswith(".build/")}
-    assert {"manifest.json", "report.json", "report.md", "vocab.json", "merges.txt", "TOKENIZER_NOTICE.txt",
-            "q4/model.onnx", "q8/model.onnx", "fp16/model.onnx", "q4x/model.onnx", "q4x/expand.json",
-            "q4x/packed.0", "tables/index.json", "tables/parity/torch.f32", "tables/parity/ort-fp32.f32"} <= shipped
+    shipped = {
+        p.relative_to(build_dir).as_posix() for p in build_dir.rglob("*") if p.is_file() and not p.relative_to(build_dir).as_posix().startswith(".build/")
+    }
+    assert {
+        "manifest.json",
+        "report.json",
+        "report.md",
+        "vocab.json",
+        "merges.txt",
+        "TOKENIZER_NOTICE.txt",
+        "q4/model.onnx",
+        "q8/model.onnx",
+        "fp16/model.onnx",
+        "q4x/model.onnx",
+        "q4x/expand.json",
+        "q4x/packed.0",
+        "tables/index.json",
+        "tables/parity/torch.f32",
+        "tables/parity/ort-fp32.f32",
+    } <= shipped
     assert {p.name for p in (build_dir / ".build").iterdir()} == {"reference.onnx", "record.json", "q4x-expanded.onnx", "q8x-expanded.onnx"}
     not_logits = [name for name in shipped if not name.startswith("tables/parity/")]  # fp32's logits are served, not its graph
     assert not any("fp32" in name or name.endswith(".tmp") for name in not_logits)
@@ -114,8 +128,13 @@ def test_all_writes_the_tables_and_lists_them_in_the_manifest(build_dir, manifes
 def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
     assert manifest["format"] == 2
     assert [v["name"] for v in manifest["variants"]] == list(VARIANTS)
-    expected = {"q4": ("int4", ["webgpu", "wasm"]), "q8": ("int8", ["wasm"]), "fp16": ("float16", ["webgpu"]),
-                "q4x": ("int4", ["wasm"]), "q8x": ("int8", ["wasm"])}
+    expected = {
+        "q4": ("int4", ["webgpu", "wasm"]),
+        "q8": ("int8", ["wasm"]),
+        "fp16": ("float16", ["webgpu"]),
+        "q4x": ("int4", ["wasm"]),
+        "q8x": ("int8", ["wasm"]),
+    }
     for variant in manifest["variants"]:
         assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes"}
         assert (variant["dtype"], variant["backends"]) == expected[variant["name"]]
@@ -165,11 +184,9 @@ def test_tiny_has_single_file_pieced_and_compact_variants(manifest):
 def test_manifest_keeps_config_inputs_outputs_tokenizer(manifest):
     assert manifest["name"] == "tiny" and manifest["source"] == "preset:tiny" and manifest["seed"] == 0
     assert manifest["random_weights"] is True
-    assert manifest["config"] == {"n_layer": 2, "n_head": 4, "n_embd": 64, "n_positions": 1024,
-                                  "vocab_size": VOCAB, "eos_token_id": 50256}
+    assert manifest["config"] == {"n_layer": 2, "n_head": 4, "n_embd": 64, "n_positions": 1024, "vocab_size": VOCAB, "eos_token_id": 50256}
     assert [i["name"] for i in manifest["inputs"]][:3] == ["input_ids", "attention_mask", "position_ids"]
-    assert manifest["outputs"][0] == {"name": "logits", "dtype": "float32",
-                                      "shape": ["batch_size", "sequence_length", VOCAB]}
+    assert manifest["outputs"][0] == {"name": "logits", "dtype": "float32", "shape": ["batch_size", "sequence_length", VOCAB]}
     outputs = {o["name"]: o for o in manifest["outputs"]}
     assert outputs["attentions.1"]["shape"] == ["batch_size", N_HEAD, "sequence_length", "total_sequence_length"]
     assert outputs["hidden_states.2"]["shape"] == ["batch_size", "sequence_length", N_EMBD]
@@ -195,10 +212,8 @@ def test_every_graph_has_the_same_float32_signature(build_dir, variant):
     assert outputs["logits"] == ("tensor(float)", ["batch_size", "sequence_length", VOCAB])
     for i in range(N_LAYER):
         for kv in ("key", "value"):
-            assert inputs[f"past_key_values.{i}.{kv}"] == (
-                "tensor(float)", ["batch_size", N_HEAD, "past_sequence_length", HEAD_DIM])
-            assert outputs[f"present.{i}.{kv}"] == (
-                "tensor(float)", ["batch_size", N_HEAD, "total_sequence_length", HEAD_DIM])
+            assert inputs[f"past_key_values.{i}.{kv}"] == ("tensor(float)", ["batch_size", N_HEAD, "past_sequence_length", HEAD_DIM])
+            assert outputs[f"present.{i}.{kv}"] == ("tensor(float)", ["batch_size", N_HEAD, "total_sequence_length", HEAD_DIM])
         assert outputs[f"attentions.{i}"][0] == "tensor(float)"
     assert len(inputs) == 3 + 2 * N_LAYER and len(outputs) == 1 + 2 * N_LAYER + N_LAYER + N_LAYER + 1
 
@@ -210,8 +225,7 @@ def operators(path: Path) -> set[str]:
 def test_variants_use_the_intended_operators(build_dir):
     q4, q8 = operators(build_dir / "q4/model.onnx"), operators(build_dir / "q8/model.onnx")
     assert "MatMulNBits" in q4 and "Gemm" not in q4
-    q4_matmuls = [n for n in onnx.load(str(build_dir / "q4/model.onnx"), load_external_data=False).graph.node
-                  if n.op_type == "MatMul"]
+    q4_matmuls = [n for n in onnx.load(str(build_dir / "q4/model.onnx"), load_external_data=False).graph.node if n.op_type == "MatMul"]
     assert len(q4_matmuls) == 2 * N_LAYER  # only attention's scores and weighted values stay float
     # no GatherBlockQuantized (onnxruntime-web's WASM build lacks it), and the tied embedding is
     # stored once, in 4 bits, inside the output layer's MatMulNBits
@@ -227,8 +241,7 @@ def test_variants_use_the_intended_operators(build_dir):
     reference = onnx.load(str(build_dir / ".build/reference.onnx"))
     assert sum(sorted(t.dims) == [N_EMBD, VOCAB] for t in reference.graph.initializer) == 1
     # q4x computes with the reference's own operators: only its weights travel in 4 bits
-    assert [n.op_type for n in onnx.load(str(build_dir / "q4x/model.onnx"), load_external_data=False).graph.node] \
-        == [n.op_type for n in reference.graph.node]
+    assert [n.op_type for n in onnx.load(str(build_dir / "q4x/model.onnx"), load_external_data=False).graph.node] == [n.op_type for n in reference.graph.node]
 
 
 @pytest.mark.parametrize("batch, length, pads", [(1, 1, [0]), (1, 9, [0]), (2, 8, [0, 3])])

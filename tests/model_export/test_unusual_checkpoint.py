@@ -28,8 +28,7 @@ def checkpoint(tmp_path_factory):
 @pytest.fixture(scope="module")
 def build(checkpoint, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "custom"
-    code = main(["all", "--from", str(checkpoint), "--out", str(out), "--tokenizer-src", str(NPM_DIR),
-                 "--runs", "1", "--new-tokens", "4"])
+    code = main(["all", "--from", str(checkpoint), "--out", str(out), "--tokenizer-src", str(NPM_DIR), "--runs", "1", "--new-tokens", "4"])
     assert code == 0
     return out
 
@@ -37,8 +36,7 @@ def build(checkpoint, tmp_path_factory):
 @pytest.mark.slow
 def test_non_default_shape_end_to_end(build, checkpoint):
     manifest = json.loads((build / "manifest.json").read_text())
-    assert manifest["config"] == {"n_layer": 3, "n_head": 6, "n_embd": 96, "n_positions": 128,
-                                  "vocab_size": 50257, "eos_token_id": 50256}
+    assert manifest["config"] == {"n_layer": 3, "n_head": 6, "n_embd": 96, "n_positions": 128, "vocab_size": 50257, "eos_token_id": 50256}
     assert manifest["source"] == str(checkpoint.resolve())
     assert manifest["random_weights"] is True  # a random initialisation, recognised from its weights
     assert [v["name"] for v in manifest["variants"]] == list(VARIANTS)
@@ -49,8 +47,7 @@ def test_non_default_shape_end_to_end(build, checkpoint):
     assert any("128-token text" in row["name"] for row in rows)
 
     session = ort.InferenceSession(str(build / "q4" / "model.onnx"), providers=["CPUExecutionProvider"])
-    feeds = {"input_ids": np.array([[1, 2, 3]]), "attention_mask": np.ones((1, 5), np.int64),
-             "position_ids": np.array([[2, 3, 4]])}
+    feeds = {"input_ids": np.array([[1, 2, 3]]), "attention_mask": np.ones((1, 5), np.int64), "position_ids": np.array([[2, 3, 4]])}
     for i in range(3):
         for kv in ("key", "value"):
             feeds[f"past_key_values.{i}.{kv}"] = np.zeros((1, 6, 2, 16), np.float32)
@@ -96,10 +93,13 @@ def test_missing_weights_file_is_refused(checkpoint, tmp_path, capsys):
     assert "no file named model.safetensors" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("config_text, message", [
-    ("{not json", "is unreadable or not JSON"),
-    ('{"model_type": "llama"}', "model_type is 'llama'; this exporter handles GPT-2 checkpoints"),
-])
+@pytest.mark.parametrize(
+    "config_text, message",
+    [
+        ("{not json", "is unreadable or not JSON"),
+        ('{"model_type": "llama"}', "model_type is 'llama'; this exporter handles GPT-2 checkpoints"),
+    ],
+)
 def test_broken_or_foreign_config_is_refused(checkpoint, tmp_path, capsys, config_text, message):
     broken = broken_copy(checkpoint, tmp_path)
     (broken / "config.json").write_text(config_text)

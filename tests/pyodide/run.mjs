@@ -39,10 +39,21 @@ for (const name of readdirSync(wheelsDir).filter((f) => f.endsWith(".whl"))) {
 
 pyodide.FS.mkdirTree("/repo/tests");
 pyodide.FS.mount(pyodide.FS.filesystems.NODEFS, { root: testsDir }, "/repo/tests");
-pyodide.globals.set("test_args", pyodide.toPy([
-  ...testFiles.map((f) => "/repo/tests/" + path.relative(testsDir, path.resolve(f))),
-  "-p", "no:cacheprovider", "-p", "no:faulthandler", "--capture=sys", "--rootdir=/repo", "-o", "addopts=", ...pytestArgs,
-]));
+pyodide.globals.set(
+  "test_args",
+  pyodide.toPy([
+    ...testFiles.map((f) => "/repo/tests/" + path.relative(testsDir, path.resolve(f))),
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:faulthandler",
+    "--capture=sys",
+    "--rootdir=/repo",
+    "-o",
+    "addopts=",
+    ...pytestArgs,
+  ]),
+);
 const code = pyodide.runPython(`
 import os, sys, pytest
 os.chdir("/repo")

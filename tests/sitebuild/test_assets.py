@@ -70,5 +70,5 @@ def test_built_site_lock_matches_served_wheels():
         entry = lock["packages"][name]
         assert hashlib.sha256((pyodide / entry["file_name"]).read_bytes()).hexdigest() == entry["sha256"]
     with zipfile.ZipFile(pyodide / lock["packages"]["demos"]["file_name"]) as zf:
-        for source in (ROOT / "demos").rglob("*.py"):   # the served wheel is the current source
+        for source in (ROOT / "demos").rglob("*.py"):  # the served wheel is the current source
             assert zf.read(source.relative_to(ROOT).as_posix()) == source.read_bytes(), source

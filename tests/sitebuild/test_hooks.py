@@ -17,8 +17,7 @@ SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 
 def model_dir(tmp_path, tables=True):
     """A model directory with one variant file, the tokenizer and (or not) its tables."""
-    files = {"q4x/model.onnx": b"graph", "vocab.json": b"{}", f"{TABLES_DIR}/index.json": b"{}",
-             f"{TABLES_DIR}/parity/torch.f32": b"\0" * 8}
+    files = {"q4x/model.onnx": b"graph", "vocab.json": b"{}", f"{TABLES_DIR}/index.json": b"{}", f"{TABLES_DIR}/parity/torch.f32": b"\0" * 8}
     for rel, data in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_bytes(data)

@@ -44,8 +44,9 @@ def make_site(root: Path) -> Path:
         "models/tiny/q8/expand.json": "{}",
         REGISTER_SCRIPT: "// register\n",
     }
-    manifest = {"variants": [{"name": "q4", "files": [{"path": "q4/model.onnx"}]},
-                             {"name": "q8", "files": [{"path": "q8/model.onnx"}, {"path": "q8/expand.json"}]}]}
+    manifest = {
+        "variants": [{"name": "q4", "files": [{"path": "q4/model.onnx"}]}, {"name": "q8", "files": [{"path": "q8/model.onnx"}, {"path": "q8/expand.json"}]}]
+    }
     files["models/tiny/manifest.json"] = json.dumps(manifest)
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -83,9 +84,19 @@ def test_groups_precache_list_and_model_folders(tmp_path):
     assert plan["cache"] == CACHE_PREFIX + plan["version"]
     assert plan["swFile"] == SW_FILE and plan["precache"] == "pages" and plan["pages"] == 3
     paths = {name: [p for p, _ in g["files"]] for name, g in plan["groups"].items()}
-    assert sorted(paths["pages"]) == sorted([
-        "./", "404.html", "offline/", "search/search_index.json", "assets/tx/styles/tx.css",
-        "assets/vendor/katex/fonts/a.woff2", "models/index.json", "models/tiny/manifest.json", REGISTER_SCRIPT])
+    assert sorted(paths["pages"]) == sorted(
+        [
+            "./",
+            "404.html",
+            "offline/",
+            "search/search_index.json",
+            "assets/tx/styles/tx.css",
+            "assets/vendor/katex/fonts/a.woff2",
+            "models/index.json",
+            "models/tiny/manifest.json",
+            REGISTER_SCRIPT,
+        ]
+    )
     assert paths["python"] == ["assets/vendor/pyodide/pyodide.asm.wasm"]
     assert paths["model-runtime"] == ["assets/vendor/ort/ort.wasm"]
     assert sorted(paths["model-data"]) == ["models/tiny/merges.txt", "models/tiny/tables/parity/torch.f32"]

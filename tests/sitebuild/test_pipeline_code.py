@@ -22,7 +22,7 @@ def markers(page):
 
 
 def source_lines(snippet):
-    return (ROOT / snippet.path).read_text(encoding="utf-8").splitlines()[snippet.first - 1:snippet.last]
+    return (ROOT / snippet.path).read_text(encoding="utf-8").splitlines()[snippet.first - 1 : snippet.last]
 
 
 def test_every_stage_page_shows_code():
@@ -58,12 +58,15 @@ def test_whole_definition_and_decorators():
     assert source_lines(snippet)[0].strip() == "@classmethod"
 
 
-@pytest.mark.parametrize("args, message", [
-    (("model_export/gpt2.py", "NoSuchClass"), "no definition"),
-    (("model_export/gpt2.py", "GPT2.forward", "this text is not there", "x"), "contains"),
-    (("model_export/gpt2.py", "GPT2.forward", "tok_emb =", None), "both"),
-    (("model_export/missing.py", "GPT2"), "does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("model_export/gpt2.py", "NoSuchClass"), "no definition"),
+        (("model_export/gpt2.py", "GPT2.forward", "this text is not there", "x"), "contains"),
+        (("model_export/gpt2.py", "GPT2.forward", "tok_emb =", None), "both"),
+        (("model_export/missing.py", "GPT2"), "does not exist"),
+    ],
+)
 def test_bad_markers_stop_the_build(args, message):
     with pytest.raises(ValueError, match=message):
         hook.extract_snippet(*args)

@@ -12,14 +12,23 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_strict_build_is_clean(tmp_path):
     out = tmp_path / "site"
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                            cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})  # Material's end-of-life banner
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )  # Material's end-of-life banner
     assert result.returncode == 0, result.stderr
     assert "WARNING" not in result.stderr, result.stderr
-    for required in ["assets/vendor/pyodide/pyodide.mjs", "assets/vendor/ort/ort.webgpu.min.mjs",
-                     "assets/vendor/ort/ort-wasm-simd-threaded.asyncify.wasm", "assets/vendor/katex/katex.min.js",
-                     "assets/tx/widgets/index.js", "models/index.json"]:
+    for required in [
+        "assets/vendor/pyodide/pyodide.mjs",
+        "assets/vendor/ort/ort.webgpu.min.mjs",
+        "assets/vendor/ort/ort-wasm-simd-threaded.asyncify.wasm",
+        "assets/vendor/katex/katex.min.js",
+        "assets/tx/widgets/index.js",
+        "models/index.json",
+    ]:
         assert (out / required).is_file(), required
     # Pages load scripts, styles and fonts only from their own origin.
     loaded = re.compile(r'<(?:script|link)[^>]+(?:src|href)="(https?:)?//[^"]+"')
@@ -35,14 +44,21 @@ def test_sitemap_lists_every_page_at_the_site_url(tmp_path):
     at SITE_URL; the pages link to the previous and the next page (navigation.footer)."""
     out = tmp_path / "site"
     url = "https://example.org/book/"
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-                            cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": url})
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": url},
+    )
     assert result.returncode == 0, result.stderr
     ns = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
     locs = [e.text for e in ET.parse(out / "sitemap.xml").getroot().findall("s:url/s:loc", ns)]
-    pages = sorted(p.relative_to(out).as_posix().removesuffix("index.html") for p in out.rglob("index.html")
-                   if not p.relative_to(out).as_posix().startswith(("assets/", "embed/")))
+    pages = sorted(
+        p.relative_to(out).as_posix().removesuffix("index.html")
+        for p in out.rglob("index.html")
+        if not p.relative_to(out).as_posix().startswith(("assets/", "embed/"))
+    )
     assert sorted(loc.removeprefix(url) for loc in locs) == pages
     assert all(loc.startswith(url) for loc in locs)
     start = (out / "start" / "how-to-read" / "index.html").read_text()

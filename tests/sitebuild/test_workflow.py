@@ -101,8 +101,10 @@ def test_builds_real_gpt2_checks_budgets_then_deploys():
     python = next(s for s in steps(data, "build") if s.get("uses", "").startswith("actions/setup-python@"))
     node = next(s for s in steps(data, "build") if s.get("uses", "").startswith("actions/setup-node@"))
     assert python["with"]["cache"] == "pip" and node["with"]["cache"] == "npm"
-    index = {name: next(i for i, u in enumerate(uses) if u.startswith(name)) for name in
-             ("actions/checkout@", "actions/setup-python@", "actions/setup-node@", "actions/upload-pages-artifact@")}
+    index = {
+        name: next(i for i, u in enumerate(uses) if u.startswith(name))
+        for name in ("actions/checkout@", "actions/setup-python@", "actions/setup-node@", "actions/upload-pages-artifact@")
+    }
     runs = [i for i, s in enumerate(steps(data, "build")) if "run" in s]
     assert index["actions/setup-node@"] < runs[0] and runs[-1] < index["actions/upload-pages-artifact@"]
     upload = steps(data, "build")[index["actions/upload-pages-artifact@"]]
@@ -130,15 +132,13 @@ def test_builds_real_gpt2_checks_budgets_then_deploys():
 def test_make_model_validates_and_fails_on_a_failed_check():
     """`make site MODEL=gpt2` goes through `model-export all`, which validates with the
     tolerances for trained weights and exits 1 on a failed check; make then stops."""
-    result = subprocess.run(["make", "-n", "model", "MODEL=gpt2", *[f"--old-file={p}" for p in PREPARED]],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(["make", "-n", "model", "MODEL=gpt2", *[f"--old-file={p}" for p in PREPARED]], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     line = next(line for line in result.stdout.splitlines() if "model-export" in line)
     assert "model-export all --from gpt2 --out build/models/gpt2" in line
     assert "--skip-validate" not in line
     assert "exit 1" in line  # a failure is not swallowed
-    site = subprocess.run(["make", "-n", "site", "MODEL=gpt2", *[f"--old-file={p}" for p in PREPARED]],
-                          cwd=ROOT, capture_output=True, text=True).stdout
+    site = subprocess.run(["make", "-n", "site", "MODEL=gpt2", *[f"--old-file={p}" for p in PREPARED]], cwd=ROOT, capture_output=True, text=True).stdout
     assert site.index("model-export all") < site.index("mkdocs build")
 
 
@@ -151,8 +151,7 @@ def test_workflow_commands_run_here_with_the_tiny_model(tmp_path):
     env = {**os.environ, "MODEL": "tiny", "SITE_DIR": str(site), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
     old_files = " ".join(f"--old-file={p}" for p in PREPARED)
     for _, command in run_steps(workflow()):
-        result = subprocess.run(["bash", "-e", "-c", f"{command} {old_files}"], cwd=ROOT, env=env,
-                                capture_output=True, text=True, timeout=600)
+        result = subprocess.run(["bash", "-e", "-c", f"{command} {old_files}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
     assert (site / "index.html").is_file() and (site / "models" / "tiny" / "manifest.json").is_file()
     summary = (tmp_path / "summary.md").read_text()
@@ -164,8 +163,7 @@ def test_budget_check_fails_on_a_file_of_100_mb(tmp_path):
     (tmp_path / "models" / "big").mkdir(parents=True)
     with open(tmp_path / "models" / "big" / "weights.bin", "wb") as f:
         f.truncate(check_budgets.PAGES_FILE_LIMIT)  # sparse: no disk used
-    result = subprocess.run(["make", "check-budgets", f"SITE_DIR={tmp_path}", *[f"--old-file={p}" for p in PREPARED]],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(["make", "check-budgets", f"SITE_DIR={tmp_path}", *[f"--old-file={p}" for p in PREPARED]], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode != 0
     assert "models/big/weights.bin is 100.0 MB" in result.stdout
     assert "budget check FAILED" in result.stderr

@@ -143,12 +143,15 @@ class TxEmbedBuilder extends HTMLElement {
 
   renderAttributes() {
     const tag = this.chosenTag();
-    this.querySelector(".tx-attrs").innerHTML = WIDGETS[tag].attributes
-      .filter((a) => !RESERVED.includes(a.name))
-      .map((a) => (a.boolean
-        ? `<label><input type="checkbox" data-attr="${a.name}"> <code>${a.name}</code><small>${escapeHtml(a.description)}</small></label>`
-        : `<label><code>${a.name}</code><input type="text" data-attr="${a.name}" spellcheck="false"><small>${escapeHtml(a.description)}</small></label>`))
-      .join("") || "<p>This widget has no attributes.</p>";
+    this.querySelector(".tx-attrs").innerHTML =
+      WIDGETS[tag].attributes
+        .filter((a) => !RESERVED.includes(a.name))
+        .map((a) =>
+          a.boolean
+            ? `<label><input type="checkbox" data-attr="${a.name}"> <code>${a.name}</code><small>${escapeHtml(a.description)}</small></label>`
+            : `<label><code>${a.name}</code><input type="text" data-attr="${a.name}" spellcheck="false"><small>${escapeHtml(a.description)}</small></label>`,
+        )
+        .join("") || "<p>This widget has no attributes.</p>";
   }
 
   chosenAttributes() {

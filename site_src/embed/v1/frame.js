@@ -47,8 +47,10 @@ function reportUnknown(tag, unknown, main) {
   const note = document.createElement("p");
   note.className = "tx-note";
   note.setAttribute("role", "alert");
-  note.textContent = `<${tag}> has no attribute ${unknown.map((n) => `“${n}”`).join(", ")}: `
-    + (names.length ? `it takes ${names.join(", ")}` : "it takes none") + " (and theme=light|dark|auto).";
+  note.textContent =
+    `<${tag}> has no attribute ${unknown.map((n) => `“${n}”`).join(", ")}: ` +
+    (names.length ? `it takes ${names.join(", ")}` : "it takes none") +
+    " (and theme=light|dark|auto).";
   main.before(note);
 }
 

@@ -41,9 +41,7 @@ export function define(tag) {
   if (!entry) return Promise.reject(new Error(`The textbook has no widget <${tag}>; it has ${Object.keys(WIDGETS).join(", ")}.`));
   if (!loading.has(tag)) {
     const url = new URL(entry.module, import.meta.url).href;
-    const promise = customElements.get(tag)
-      ? Promise.resolve(customElements.get(tag))
-      : import(url).then(() => customElements.whenDefined(tag));
+    const promise = customElements.get(tag) ? Promise.resolve(customElements.get(tag)) : import(url).then(() => customElements.whenDefined(tag));
     promise.catch((err) => {
       loading.delete(tag); // a later call retries
       showLoadError(tag, err);

@@ -31,8 +31,9 @@ export function heatmap(rows, { name, caption, rowLabels = [], colLabel = "", ce
   let cells = "";
   rows.forEach((r, i) => {
     r.forEach((v, j) => {
-      const x = left + j * size, y = top + i * rowH;
-      const label = Number.isFinite(v) ? v.toPrecision(4) : (v < 0 ? "−∞" : String(v));
+      const x = left + j * size;
+      const y = top + i * rowH;
+      const label = Number.isFinite(v) ? v.toPrecision(4) : v < 0 ? "−∞" : String(v);
       if (!Number.isFinite(v)) {
         cells += `<rect x="${x}" y="${y}" width="${size}" height="${rowH}" fill="none" stroke="currentColor" stroke-opacity="0.25"><title>row ${i}, col ${j}: ${label}</title></rect>`;
         if (numbers) cells += `<text x="${x + size / 2}" y="${y + rowH / 2 + 3}" text-anchor="middle">−∞</text>`;
@@ -47,8 +48,10 @@ export function heatmap(rows, { name, caption, rowLabels = [], colLabel = "", ce
       }
     });
   });
-  const labels = rowLabels.map((l, i) => `<text x="${left - 4}" y="${top + i * rowH + rowH / 2 + 3}" text-anchor="end">${escapeHtml(l.slice(0, 14))}</text>`).join("");
-  const width = left + C * size + 4, height = top + R * rowH + 4;
+  const labels = rowLabels
+    .map((l, i) => `<text x="${left - 4}" y="${top + i * rowH + rowH / 2 + 3}" text-anchor="end">${escapeHtml(l.slice(0, 14))}</text>`)
+    .join("");
+  const [width, height] = [left + C * size + 4, top + R * rowH + 4];
   const json = JSON.stringify(rows.map((r) => r.map((v) => (Number.isFinite(v) ? v : null))));
   return `<figure class="pl-fig" data-name="${escapeHtml(name)}" data-rows="${R}" data-cols="${C}" data-values='${json}'>
     <figcaption>${caption}</figcaption>

@@ -155,13 +155,13 @@ export function traceBlock(x, w, probsAll, { T, C, H }) {
     for (let t = 0; t < T; t++) out.set(qkv.subarray(t * 3 * C + k * C, t * 3 * C + (k + 1) * C), t * C);
     return out;
   };
-  const q = part(0), k = part(1), v = part(2);
+  const [q, k, v] = [part(0), part(1), part(2)];
   const heads = [];
   const merged = new Float32Array(T * C);
   for (let h = 0; h < H; h++) {
-    const scores = [], scaled = [], masked = [], softmax = [], probs = [], out = [];
+    const [scores, scaled, masked, softmax, probs, out] = [[], [], [], [], [], []];
     for (let i = 0; i < T; i++) {
-      const s = [], sc = [], m = [], p = [];
+      const [s, sc, m, p] = [[], [], [], []];
       for (let j = 0; j < T; j++) {
         let dot = 0;
         for (let c = 0; c < hd; c++) dot += q[i * C + h * hd + c] * k[j * C + h * hd + c];
@@ -173,7 +173,11 @@ export function traceBlock(x, w, probsAll, { T, C, H }) {
       const max = Math.max(...m);
       const e = m.map((z) => Math.exp(z - max));
       const sum = e.reduce((a, b) => a + b, 0);
-      scores.push(s); scaled.push(sc); masked.push(m); softmax.push(e.map((z) => z / sum)); probs.push(p);
+      scores.push(s);
+      scaled.push(sc);
+      masked.push(m);
+      softmax.push(e.map((z) => z / sum));
+      probs.push(p);
       const o = new Array(hd).fill(0);
       for (let j = 0; j < T; j++) for (let c = 0; c < hd; c++) o[c] += p[j] * v[j * C + h * hd + c];
       out.push(o);

@@ -30,7 +30,9 @@ export class PipelineStage extends TxElement {
 
   /** Markup of the widget's own controls (selects, sliders): by default its pickers. */
   controls() {
-    return this.pickers().map((name) => `<label>${PICKERS[name].label} <select name="${name}"></select></label>`).join("");
+    return this.pickers()
+      .map((name) => `<label>${PICKERS[name].label} <select name="${name}"></select></label>`)
+      .join("");
   }
 
   /** Fill each picker with one option per block or head of `model`, the first time only. */
@@ -58,8 +60,9 @@ export class PipelineStage extends TxElement {
   mount() {
     this.generation = 0;
     this.unbindPrompt = bindPrompt(this, () => this.refresh());
-    this.shadowRoot.querySelectorAll(".pl-controls select, .pl-controls input").forEach((el) =>
-      el.addEventListener(el.type === "range" || el.type === "number" ? "input" : "change", () => this.refresh()));
+    this.shadowRoot
+      .querySelectorAll(".pl-controls select, .pl-controls input")
+      .forEach((el) => el.addEventListener(el.type === "range" || el.type === "number" ? "input" : "change", () => this.refresh()));
     this.bind?.();
     this.refresh();
   }

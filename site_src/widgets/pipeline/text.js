@@ -22,6 +22,9 @@ export function shapeText(dims) {
 /** The loaded model's shape next to GPT-2 small's, as one line of HTML. */
 export function shapeLine(label, gpt2Dims, modelDims, modelName) {
   const same = gpt2Dims.join() === modelDims.join();
-  return `<p class="pl-shape" data-shape="${modelDims.join(",")}">${escapeHtml(label)}: GPT-2 small ${shapeText(gpt2Dims)}`
-    + (same ? "" : ` · this site's model (${escapeHtml(modelName)}) ${shapeText(modelDims)}`) + "</p>";
+  return (
+    `<p class="pl-shape" data-shape="${modelDims.join(",")}">${escapeHtml(label)}: GPT-2 small ${shapeText(gpt2Dims)}` +
+    (same ? "" : ` · this site's model (${escapeHtml(modelName)}) ${shapeText(modelDims)}`) +
+    "</p>"
+  );
 }

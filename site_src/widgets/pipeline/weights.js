@@ -22,7 +22,10 @@ export function tableIndex(model) {
   const url = new URL("index.json", tablesURL(model)).href;
   if (!tableIndexes.has(url)) {
     const promise = fetch(url, { cache: "no-cache" }).then((r) => {
-      if (!r.ok) throw new Error(`The pipeline index is missing (HTTP ${r.status} for ${url}); this build of the model has no tables/ folder, which “model-export tables” writes.`);
+      if (!r.ok)
+        throw new Error(
+          `The pipeline index is missing (HTTP ${r.status} for ${url}); this build of the model has no tables/ folder, which “model-export tables” writes.`,
+        );
       return r.json();
     });
     promise.catch(() => tableIndexes.delete(url));
@@ -50,7 +53,8 @@ export async function fetchChecked(model, entry) {
  */
 async function weightSource(model) {
   const { weights } = await tableIndex(model);
-  if (!weights?.variant) throw new Error(`The figures cannot read the weights: ${weights?.missing ?? "tables/index.json is from an older build; reload the page"}.`);
+  if (!weights?.variant)
+    throw new Error(`The figures cannot read the weights: ${weights?.missing ?? "tables/index.json is from an older build; reload the page"}.`);
   const packed = await openPacked(new URL(`${model.info.name}/manifest.json`, modelsURL).href, weights.variant);
   return { variant: weights.variant, tensors: weights.tensors, packed };
 }
@@ -59,7 +63,11 @@ async function weightSource(model) {
 function pick(view, entry, rows) {
   const cols = entry.shape[entry.shape.length - 1];
   const part = (first, count) => (entry.values ? Float32Array.from(entry.values.slice(first, first + count)) : view.range(entry.name, first, count));
-  if (!rows) return part(0, entry.shape.reduce((a, b) => a * b, 1));
+  if (!rows)
+    return part(
+      0,
+      entry.shape.reduce((a, b) => a * b, 1),
+    );
   const out = new Float32Array(rows.length * cols);
   rows.forEach((r, i) => out.set(part(r * cols, cols), i * cols));
   return out;
@@ -94,7 +102,15 @@ export async function scanRows(model, role, fn, band = 1024) {
   await packed.read(entry.values ? [] : [entry.name], (view) => {
     for (let r = 0; r < R; r += band) {
       const n = Math.min(band, R - r);
-      fn(r, n, pick(view, entry, Array.from({ length: n }, (_, i) => r + i)));
+      fn(
+        r,
+        n,
+        pick(
+          view,
+          entry,
+          Array.from({ length: n }, (_, i) => r + i),
+        ),
+      );
     }
   });
 }
@@ -128,7 +144,12 @@ export function blockWeights(model, layer) {
   if (shownBlock?.key !== key) {
     const prefix = `blocks.${layer}.`;
     const promise = weightSource(model)
-      .then(({ tensors }) => readWeights(model, Object.keys(tensors).filter((role) => role.startsWith(prefix))))
+      .then(({ tensors }) =>
+        readWeights(
+          model,
+          Object.keys(tensors).filter((role) => role.startsWith(prefix)),
+        ),
+      )
       .then((w) => Object.fromEntries(Object.entries(w).map(([role, v]) => [role.slice(prefix.length), v])));
     promise.catch(() => {
       if (shownBlock?.promise === promise) shownBlock = null;
