@@ -605,5 +605,5 @@ def check(exercise_id: str, code: str) -> dict:
         result["message"] = f"Passed: your {e.function} matches the reference on all {NUM_CASES} inputs."
         result["reference"] = e.reference
     else:
-        result["message"] = f"{passed_count} of {NUM_CASES} inputs pass; the others are listed below."
+        result["message"] = f"{passed_count} of {NUM_CASES} inputs pass; each is listed below."
     return result

@@ -1,0 +1,269 @@
+/**
+ * <tx-exercise>: a "change the code" exercise. The reader completes or changes one NumPy
+ * function; Run and check runs it in Python against the reference on several inputs and
+ * shows, for each input, whether it passed and what was wrong.
+ *
+ * Attributes (all optional):
+ *   exercise    id of the exercise (default: the first of the catalogue), e.g. causal_weights
+ *   time-limit  seconds a check may run before it is stopped, 0.5 to 60, default 5
+ *
+ * The catalogue and the check are `demos.exercises.list_exercises` / `check` / `solution`,
+ * run in the Pyodide worker with the sandbox of the spot-the-bug lab: the reader's code gets a
+ * time limit and a Stop button, so an endless loop costs a few seconds, never the tab.
+ *
+ * State for tests and embedding pages: `data-exercise` (its id), `data-result` ("running",
+ * "passed", "failed", "error", "stopped"), `data-cases` (passed/total after a check),
+ * `data-checks` (finished checks) and `data-stopped-after` (seconds).
+ */
+import { callDemo, StoppedError } from "../runtime/python.js";
+import { InputError, parseNumber } from "./inputs.js";
+import { TxLab } from "./lab.js";
+
+const INDENT = "    ";
+const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
+
+const STYLE = `
+  .task { margin: 0.2em 0 0.5em; }
+  .signature { font-family: var(--md-code-font-family, monospace); }
+  .code-label { display: block; }
+  .code { display: block; box-sizing: border-box; width: 100%; font-family: var(--md-code-font-family, monospace); font-size: 0.95em;
+          line-height: 1.4; tab-size: 4; white-space: pre; overflow-wrap: normal; overflow-x: auto; resize: vertical; min-height: 10em;
+          margin-top: 0.2em; }
+  .code:focus { outline: 2px solid var(--tx-accent); outline-offset: 1px; }
+  .help { font-size: 0.9em; font-style: italic; }
+  details.hint { margin: 0.4em 0; }
+  details.hint summary { cursor: pointer; }
+  details.hint summary:focus-visible { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
+  .buttons { margin-top: 0.5em; }
+  button { font: inherit; padding: 0.25em 0.9em; border-radius: 4px; border: 1px solid var(--tx-border);
+           background: var(--md-default-bg-color, #fff); color: inherit; cursor: pointer; }
+  button.primary { background: var(--tx-accent); border-color: var(--tx-accent); color: #fff; }
+  button:disabled { opacity: 0.5; cursor: default; }
+  button:focus-visible { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
+  .result { margin-top: 0.6em; padding: 0.5em 0.7em; border-radius: 4px; border: 1px solid var(--tx-border); overflow-wrap: anywhere; }
+  .result[hidden] { display: none; }
+  .result.passed { border-left: 4px solid #2e7d32; }
+  .result.failed, .result.error { border-left: 4px solid #c62828; }
+  .result.stopped { border-left: 4px solid #ef6c00; }
+  .verdict { font-weight: 700; margin-right: 0.3em; }
+  ol.cases { margin: 0.3em 0; padding-left: 1.6em; }
+  ol.cases li.pass::marker { color: #2e7d32; }
+  ol.cases li.fail::marker { color: #c62828; }
+  .case-verdict { font-weight: 600; }
+  pre { font-family: var(--md-code-font-family, monospace); font-size: 0.9em; white-space: pre; overflow-x: auto;
+        background: var(--tx-bg); padding: 0.4em 0.6em; border-radius: 4px; margin: 0.3em 0; }
+`;
+
+/** Indent or dedent the lines touched by the selection (Tab / Shift+Tab in the editor). */
+function indentSelection(textarea, dedent) {
+  const { value, selectionStart: start, selectionEnd: end } = textarea;
+  if (!dedent && start === end) {
+    textarea.setRangeText(INDENT, start, end, "end");
+    return;
+  }
+  const lineStart = value.lastIndexOf("\n", start - 1) + 1;
+  const lines = value.slice(lineStart, end).split("\n");
+  const text = lines.map((line) => (dedent ? line.replace(/^ {1,4}/, "") : INDENT + line)).join("\n");
+  textarea.setRangeText(text, lineStart, end, "select");
+}
+
+class TxExercise extends TxLab {
+  template() {
+    return `<style>${STYLE}</style>
+      <div class="title">Change the code <span class="badge"></span></div>
+      <p class="task">Loading the exercise…</p>
+      <p>Complete <code class="signature"></code>, then press <b>Run and check</b>.
+        <span class="help" id="code-help">Tab indents, Shift+Tab dedents; press Esc, then Tab, to leave the editor. Ctrl+Enter checks.</span></p>
+      <details class="hint"><summary>Hint</summary><p class="hint-text"></p></details>
+      <label class="code-label">Code
+        <textarea class="code" rows="10" spellcheck="false" autocapitalize="off" autocomplete="off"
+                  aria-describedby="code-help"></textarea></label>
+      <div class="row buttons">
+        <button class="primary" name="check" disabled>Run and check</button>
+        <button name="stop" disabled>Stop</button>
+        <button name="reset" disabled>Reset the code</button>
+        <button name="solution" disabled>Show a solution</button>
+      </div>
+      <div class="result" aria-live="polite" hidden>
+        <p><span class="verdict"></span><span class="message"></span></p>
+        <ol class="cases" aria-label="Result per input"></ol>
+        <pre class="output" hidden aria-label="What your code printed"></pre>
+        <pre class="reference" hidden aria-label="A solution"></pre>
+      </div>`;
+  }
+
+  setup() {
+    this.dataset.checks = "0";
+    this.escaped = false;
+    this.notices = [];
+    this.limit = 5;
+    const limit = this.getAttribute("time-limit");
+    if (limit !== null) {
+      try {
+        this.limit = parseNumber(limit, LIMIT_RANGE);
+      } catch (err) {
+        this.notices.push(`${err.message} (time-limit="${limit.slice(0, 20)}"; using 5 s)`);
+      }
+    }
+    this.$('button[name="check"]').addEventListener("click", () => this.check());
+    this.$('button[name="stop"]').addEventListener("click", () => this.stopper?.abort());
+    this.$('button[name="reset"]').addEventListener("click", () => {
+      this.$(".code").value = this.exercise.code;
+      this.$(".result").hidden = true;
+      delete this.dataset.result;
+    });
+    this.$('button[name="solution"]').addEventListener("click", () => this.showSolution());
+    this.$(".code").addEventListener("keydown", (e) => this.onKey(e));
+  }
+
+  disconnectedCallback() {
+    super.disconnectedCallback();
+    this.stopper?.abort();
+  }
+
+  onKey(event) {
+    if (event.key === "Escape") {
+      this.escaped = true; // the next Tab moves focus instead of indenting
+      return;
+    }
+    if (event.key === "Tab" && !this.escaped && !event.ctrlKey && !event.altKey && !event.metaKey) {
+      event.preventDefault();
+      indentSelection(event.target, event.shiftKey);
+    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      if (!this.$('button[name="check"]').disabled) this.check();
+    }
+    if (event.key !== "Shift") this.escaped = false;
+  }
+
+  /** The catalogue, then the exercise the attribute names (checks run on demand). */
+  async start() {
+    let catalogue;
+    try {
+      catalogue = await callDemo("exercises", "list_exercises");
+    } catch (err) {
+      this.showError(err, { retry: () => this.start() });
+      return;
+    }
+    const wanted = this.getAttribute("exercise");
+    let exercise = catalogue.find((e) => e.id === wanted);
+    if (wanted !== null && !exercise) {
+      this.notices.push(
+        `There is no exercise “${wanted.slice(0, 40)}” (the exercise attribute): showing the first one. The ids are ${catalogue.map((e) => e.id).join(", ")}.`,
+      );
+    }
+    exercise ??= catalogue[0];
+    this.exercise = exercise;
+    this.dataset.exercise = exercise.id;
+    this.$(".badge").textContent = exercise.title;
+    this.$(".task").textContent = exercise.task;
+    this.$(".signature").textContent = exercise.signature;
+    this.$(".hint-text").textContent = exercise.hint;
+    this.$(".code").value = exercise.code;
+    this.setBusy(false);
+    if (this.notices.length) this.showError(this.notices.join(" "));
+    else this.showReady();
+  }
+
+  setBusy(busy) {
+    this.$('button[name="check"]').disabled = busy;
+    this.$('button[name="stop"]').disabled = !busy;
+    this.$('button[name="reset"]').disabled = busy;
+    this.$('button[name="solution"]').disabled = busy;
+  }
+
+  async check() {
+    const code = this.$(".code").value;
+    if (!code.trim()) {
+      this.showError(new InputError(`The code is empty: write ${this.exercise.signature}, or press Reset the code.`));
+      return;
+    }
+    this.stopper = new AbortController();
+    this.setBusy(true);
+    this.dataset.result = "running";
+    delete this.dataset.stoppedAfter;
+    this.showProgress(`Running your code (time limit ${this.limit} s)…`);
+    try {
+      const result = await callDemo(
+        "exercises",
+        "check",
+        { exercise_id: this.exercise.id, code },
+        { timeoutMs: this.limit * 1000, signal: this.stopper.signal },
+      );
+      this.showResult(result);
+      this.showReady();
+    } catch (err) {
+      if (err instanceof StoppedError) {
+        this.dataset.result = "stopped";
+        this.dataset.stoppedAfter = String(err.seconds);
+        this.panel("stopped", "■ Stopped.", `${err.message} Is there a loop that never ends? Edit the code and check again.`);
+        this.showReady();
+      } else {
+        this.dataset.result = "error";
+        this.showError(err, { retry: () => this.check() });
+      }
+    } finally {
+      this.stopper = null;
+      this.setBusy(false);
+      this.dataset.checks = String(Number(this.dataset.checks) + 1);
+    }
+  }
+
+  panel(kind, verdict, message) {
+    const box = this.$(".result");
+    box.hidden = false;
+    box.className = `result ${kind}`;
+    this.$(".verdict").textContent = verdict;
+    this.$(".message").textContent = message;
+    this.$(".cases").replaceChildren();
+    this.$(".output").hidden = true;
+    this.$(".reference").hidden = true;
+    return box;
+  }
+
+  showResult(result) {
+    const kind = result.passed ? "passed" : result.error ? "error" : "failed";
+    this.dataset.result = kind;
+    this.dataset.cases = `${result.cases_passed}/${result.num_cases}`;
+    this.panel(
+      kind,
+      result.passed ? "✓ Passed." : result.error ? "✗ Error." : "✗ Not yet.",
+      result.passed ? result.message.replace(/^Passed: /, "") : result.message,
+    );
+    this.$(".cases").replaceChildren(
+      ...result.cases.map((c) => {
+        const li = document.createElement("li");
+        li.className = c.passed ? "pass" : "fail";
+        li.dataset.passed = String(c.passed);
+        const verdict = document.createElement("span");
+        verdict.className = "case-verdict";
+        verdict.textContent = c.passed ? "✓ passed" : "✗ failed";
+        li.append(verdict, ` (${c.inputs}): ${c.message.replace(/\.$/, "")}.`);
+        return li;
+      }),
+    );
+    const output = this.$(".output");
+    output.hidden = !result.output;
+    output.textContent = result.output;
+    if (result.reference) this.showReference(result.reference);
+  }
+
+  showReference(code) {
+    const pre = this.$(".reference");
+    pre.hidden = false;
+    pre.textContent = `A reference solution:\n\n${code}`;
+  }
+
+  async showSolution() {
+    try {
+      const { reference } = await callDemo("exercises", "solution", { exercise_id: this.exercise.id });
+      if (this.$(".result").hidden) this.panel("revealed", "Solution:", "one way to write it (try it in the editor).");
+      this.showReference(reference);
+      this.dataset.revealed = this.exercise.id;
+    } catch (err) {
+      this.showError(err, { retry: () => this.showSolution() });
+    }
+  }
+}
+
+customElements.define("tx-exercise", TxExercise);
