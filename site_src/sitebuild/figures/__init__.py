@@ -1,0 +1,35 @@
+"""The book's static figures: SVG drawn at build time, no JavaScript.
+
+``FIGURES`` maps a figure's name to a function returning ``(svg, alt, caption)``. A page
+places a figure with a marker line ``<!-- figure: NAME -->``, and refers to it in its text
+with ``[[figure: NAME]]`` (which becomes "Figure N", a link); ``sitebuild/figure_hook.py``
+does both. Figures that show numbers take them from the tested ``demos`` and
+``model_export`` code and also write them as ``data-*`` attributes, which
+``tests/sitebuild/test_figures.py`` compares with the computed values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sitebuild.figures import attention, block, decoding, efficiency, families, scaling
+
+FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
+    "gpt2-block": block.gpt2_block,
+    "forward-pass": block.forward_pass,
+    "pre-post-norm": block.pre_post_norm,
+    "attention-masks": attention.attention_masks,
+    "multi-head": attention.multi_head,
+    "encoder-decoder": attention.encoder_decoder,
+    "gqa-mqa": attention.gqa_variants,
+    "flash-tiles": attention.flash_tiles,
+    "sliding-window": attention.sliding_window,
+    "kv-cache": efficiency.kv_cache,
+    "moe-routing": efficiency.moe_routing,
+    "three-families": families.three_families,
+    "bpe-merges": families.bpe_merges,
+    "rope-rotation": families.rope_rotation,
+    "compute-optimal": scaling.compute_optimal,
+    "beam-tree": decoding.beam_tree,
+    "top-k-top-p": decoding.top_k_top_p,
+}

@@ -1,0 +1,242 @@
+"""Figures of attention: masks, heads, cross-attention, GQA/MQA and FlashAttention's tiles.
+
+The masks are the ``allowed`` matrices ``demos.attention.scaled_dot_product_attention`` returns;
+the sizes come from ``model_export.gpt2.GPT2Config``, ``demos.kv_cache`` and ``demos.flash``.
+"""
+
+from __future__ import annotations
+
+from demos.attention import scaled_dot_product_attention
+from demos.flash import memory_traffic
+from demos.kv_cache import compare_attention_variants, presets
+from sitebuild.figures.block import small_shapes
+from sitebuild.figures.svg import Svg
+
+MASK_TOKENS = ["The", "cat", "sat", "down", "<pad>", "<pad>"]
+WINDOW_T, WINDOW = 10, 3
+TILE_T, TILE = 16, 4
+GQA_PRESET, GQA_CONTEXT = "llama-7b-gqa", 4096
+
+
+def allowed_matrix(t: int, causal: bool = False, padding: list[bool] | None = None, attn_mask=None) -> list[list[bool]]:
+    """The allowed (query, key) pairs ``scaled_dot_product_attention`` uses for these masks."""
+    x = [[1.0]] * t
+    return scaled_dot_product_attention(x, x, x, causal=causal, key_padding_mask=padding, attn_mask=attn_mask)["allowed"]
+
+
+def mask_grids() -> dict:
+    """The three grids of the masks figure: causal, padding, and both."""
+    t = len(MASK_TOKENS)
+    pad = [w == "<pad>" for w in MASK_TOKENS]
+    return {"causal": allowed_matrix(t, causal=True), "padding": allowed_matrix(t, padding=pad), "both": allowed_matrix(t, causal=True, padding=pad)}
+
+
+def _mask_grid(s: Svg, x: float, y: float, allowed, cell: float, name: str) -> None:
+    rows = "".join("".join("1" if a else "0" for a in row) + ("/" if i < len(allowed) - 1 else "") for i, row in enumerate(allowed))
+    s.add(f'<g class="mask" data-mask="{name}" data-allowed="{rows}">')
+    s.grid(x, y, len(allowed), len(allowed[0]), cell, lambda r, c: "cell on" if allowed[r][c] else "cell off")
+    s.add("</g>")
+
+
+def attention_masks():
+    """Causal, padding and combined masks on one padded sentence."""
+    grids = mask_grids()
+    t, cell = len(MASK_TOKENS), 14
+    s = Svg(360, 180)
+    for i, (name, title) in enumerate((("causal", "causal"), ("padding", "padding"), ("both", "causal + padding"))):
+        x0 = 44 + i * 108
+        s.text(x0 + t * cell / 2, 12, title, cls="label bold")
+        _mask_grid(s, x0, 26, grids[name], cell, name)
+        s.text(x0 + t * cell / 2, 26 + t * cell + 12, "keys →", cls="label small dim")
+    for r, w in enumerate(MASK_TOKENS):
+        s.text(40, 26 + r * cell + cell / 2, w, cls="label small", anchor="end")
+    s.text(40, 12, "queries ↓", cls="label small dim", anchor="end")
+    s.box(44, 150, 12, 12, cls="cell on")
+    s.text(62, 156, "may attend", cls="label small", anchor="start")
+    s.box(150, 150, 12, 12, cls="cell off")
+    s.text(168, 156, "masked (−∞ before softmax)", cls="label small", anchor="start")
+    alt = (
+        "Three 6 by 6 grids of which query (row) may attend to which key (column) for the tokens The, cat, sat, down and two "
+        "padding tokens. Causal: a lower triangle, each token sees itself and earlier tokens. Padding: the two padding "
+        "columns are masked for every row. Both: the lower triangle without the padding columns."
+    )
+    caption = "The attention masks on one padded sentence, as computed by demos.attention. A masked score becomes −∞, so its softmax weight is exactly 0."
+    return s.render("attention-masks", alt), alt, caption
+
+
+def multi_head():
+    """Splitting the width into heads and merging them back, with GPT-2 small's sizes."""
+    d = small_shapes()
+    C, H, hd = d["n_embd"], d["n_head"], d["head_dim"]
+    s = Svg(360, 250)
+    s.box(20, 10, 320, 30, f"x: T × {C}", cls="box", data={"shape": f"T x {C}"})
+    s.arrow(180, 40, 180, 58)
+    s.text(186, 49, f"reshape to T × {H} × {hd}, then swap: {H} × T × {hd}", cls="label small", anchor="middle")
+    w = 320 / H
+    for h in range(H):
+        x = 20 + h * w
+        s.box(x + 1, 62, w - 2, 70, cls="box primary", data={"head": h, "shape": f"T x {hd}"}, rx=2)
+    s.text(20 + w / 2, 97, "h0", cls="label small")
+    s.text(20 + (H - 0.5) * w, 97, f"h{H - 1}", cls="label small")
+    s.text(180, 97, f"{H} heads, each T × {hd}", cls="label small bold")
+    s.text(180, 146, "each head attends on its own (its own T × T weights)", cls="label small dim")
+    s.arrow(180, 156, 180, 176)
+    s.box(20, 180, 320, 28, f"concatenate: T × {H}·{hd} = T × {C}", cls="box", data={"shape": f"T x {C}"})
+    s.arrow(180, 208, 180, 222)
+    s.box(20, 222, 320, 24, f"output projection W_O: {C} × {C}", cls="box muted")
+    alt = (
+        f"Multi-head attention's split and merge in GPT-2 small: the T by {C} input is reshaped into {H} heads of T by {hd}, "
+        f"each head attends separately, and the heads are concatenated back to T by {C} and mixed by a {C} by {C} output projection."
+    )
+    caption = f"Split and merge: {H} heads × {hd} = {C}. No numbers are lost or added; the heads only see different slices of the width."
+    return s.render("multi-head", alt, {"n-head": H, "head-dim": hd, "n-embd": C}), alt, caption
+
+
+def sliding_window_mask() -> list[list[bool]]:
+    """A causal mask with a window of ``WINDOW`` keys, as ``scaled_dot_product_attention`` applies it."""
+    window = [[0 <= q - k < WINDOW for k in range(WINDOW_T)] for q in range(WINDOW_T)]
+    return allowed_matrix(WINDOW_T, causal=True, attn_mask=window)
+
+
+def sliding_window():
+    """Full causal attention beside a sliding window."""
+    full, slid = allowed_matrix(WINDOW_T, causal=True), sliding_window_mask()
+    cell = 14
+    s = Svg(360, 200)
+    for x0, grid, name, title in ((20, full, "causal", "full causal"), (200, slid, "window", f"sliding window, w = {WINDOW}")):
+        s.text(x0 + WINDOW_T * cell / 2, 12, title, cls="label bold")
+        _mask_grid(s, x0, 26, grid, cell, name)
+        n = sum(map(sum, grid))
+        s.text(x0 + WINDOW_T * cell / 2, 26 + WINDOW_T * cell + 14, f"{n} scores", cls="label small", data={"scores": n})
+    s.text(180, 192, "a row's cost grows with T on the left, stays at w on the right", cls="label small dim")
+    alt = (
+        f"Two {WINDOW_T} by {WINDOW_T} attention masks. Left, full causal attention: a lower triangle. Right, a sliding window "
+        f"of {WINDOW}: each query sees only itself and the {WINDOW - 1} keys before it, a band along the diagonal."
+    )
+    caption = f"Sliding-window attention keeps a band of width {WINDOW} along the diagonal. Information still travels further than w, one window per layer."
+    return s.render("sliding-window", alt, {"window": WINDOW, "t": WINDOW_T}), alt, caption
+
+
+def gqa_variants():
+    """MHA, GQA and MQA: how many key/value heads serve the query heads, and the cache each needs."""
+    shape = presets()[GQA_PRESET]
+    variants = compare_attention_variants(shape["n_layer"], shape["n_head"], shape["d_head"], shape["gqa_kv_heads"], GQA_CONTEXT, "float16")["variants"]
+    n_q = variants[0]["n_kv_head"]
+    s = Svg(360, 82 * len(variants) + 10)
+    w = 320 / n_q
+    for i, v in enumerate(variants):
+        y = 10 + i * 82
+        s.text(20, y + 6, f"{v['name']}: {v['n_kv_head']} K/V head{'s' if v['n_kv_head'] > 1 else ''}", cls="label bold", anchor="start")
+        s.text(
+            340,
+            y + 6,
+            f"{v['bytes_per_token']:,} B per token",
+            cls="label small",
+            anchor="end",
+            data={"variant": v["name"], "bytes-per-token": v["bytes_per_token"]},
+        )
+        for h in range(n_q):
+            s.box(20 + h * w + 1, y + 16, w - 2, 16, "q" if w > 16 else None, cls="box primary", rx=2)
+        gw = 320 / v["n_kv_head"]
+        for g in range(v["n_kv_head"]):
+            s.box(20 + g * gw + 1, y + 44, gw - 2, 16, "kv" if gw > 20 else "", cls="box accent", rx=2, data={"group": g, "group-size": v["group_size"]})
+            for h in range(g * v["group_size"], (g + 1) * v["group_size"]):
+                s.line(20 + (h + 0.5) * w, y + 32, 20 + g * gw + gw / 2, y + 44, cls="line thin")
+    alt = (
+        f"Three rows of {n_q} query heads. In multi-head attention each query head has its own key/value head; in grouped-query "
+        f"attention {variants[1]['group_size']} query heads share each of {variants[1]['n_kv_head']} key/value heads; in multi-query "
+        f"attention all share one. The KV cache per token shrinks from {variants[0]['bytes_per_token']:,} to "
+        f"{variants[1]['bytes_per_token']:,} to {variants[2]['bytes_per_token']:,} bytes."
+    )
+    caption = (
+        f"MHA, GQA and MQA on {shape['label'].split(',')[0]} ({shape['n_layer']} layers, {n_q} query heads of width {shape['d_head']}, 16-bit cache); "
+        "sizes from demos.kv_cache.compare_attention_variants. Every query head still computes its own scores."
+    )
+    return s.render("gqa-mqa", alt), alt, caption
+
+
+def flash_tiles():
+    """FlashAttention's tiles over a causal score matrix: which tiles are computed, none stored."""
+    traffic = memory_traffic(seq_len=TILE_T, d_head=4, block_q=TILE, block_k=TILE, causal=True)
+    n = TILE_T // TILE
+    cell = 14
+    s = Svg(360, 290)
+    x0, y0 = 110, 30
+    s.text(x0 + TILE_T * cell / 2, 12, f"{TILE_T} × {TILE_T} causal scores in {TILE} × {TILE} tiles", cls="label bold")
+
+    def cls(r, c):
+        return "cell on" if c <= r else ("cell pad" if c // TILE <= r // TILE else "cell off")
+
+    s.grid(x0, y0, TILE_T, TILE_T, cell, cls)
+    computed = 0
+    for qi in range(n):
+        for ki in range(n):
+            if ki <= qi:
+                computed += 1
+                x, y, side = x0 + ki * TILE * cell, y0 + qi * TILE * cell, TILE * cell - 1
+                s.add(f'<rect class="tile" data-tile="{qi},{ki}" x="{x}" y="{y}" width="{side}" height="{side}"/>')
+    s.text(x0 - 6, y0 + TILE * cell / 2, "Q tile 0", cls="label small", anchor="end")
+    s.text(x0 - 6, y0 + TILE * cell * 1.5, "Q tile 1", cls="label small", anchor="end")
+    s.text(
+        180,
+        y0 + TILE_T * cell + 14,
+        f"{traffic['tiles']} tiles computed, {n * n - traffic['tiles']} skipped",
+        cls="label small bold",
+        data={"tiles": traffic["tiles"]},
+    )
+    s.text(
+        180,
+        y0 + TILE_T * cell + 30,
+        f"score traffic: {traffic['naive']['score_matrix']} elements plain, {traffic['tiled']['score_matrix']} tiled",
+        cls="label small",
+        data={"naive-scores": traffic["naive"]["score_matrix"], "tiled-scores": traffic["tiled"]["score_matrix"]},
+    )
+    s.text(4, y0 + 120, "each row", cls="label small dim", anchor="start")
+    s.text(4, y0 + 134, "keeps a", cls="label small dim", anchor="start")
+    s.text(4, y0 + 148, "running max", cls="label small dim", anchor="start")
+    s.text(4, y0 + 162, "and sum", cls="label small dim", anchor="start")
+    assert computed == traffic["tiles"]
+    alt = (
+        f"A {TILE_T} by {TILE_T} causal score matrix cut into {TILE} by {TILE} tiles. The {traffic['tiles']} tiles on or below the diagonal "
+        f"are computed one at a time on chip; the {n * n - traffic['tiles']} tiles above it are skipped. No score is written to main memory: "
+        f"{traffic['naive']['score_matrix']} score elements move in plain attention, {traffic['tiled']['score_matrix']} in the tiled kernel."
+    )
+    caption = (
+        "FlashAttention's tiling (counts from demos.flash.memory_traffic). "
+        "Each query tile streams the key/value tiles it needs, updating a running maximum and sum, so the T × T matrix never exists in memory."
+    )
+    return s.render("flash-tiles", alt), alt, caption
+
+
+def encoder_decoder():
+    """Encoder–decoder: the decoder's cross-attention reads the encoder's output as keys and values."""
+    s = Svg(360, 260)
+    s.text(90, 12, "encoder (source)", cls="label bold")
+    s.text(270, 12, "decoder (target)", cls="label bold")
+    s.box(20, 200, 140, 26, "source tokens", cls="box")
+    s.arrow(90, 200, 90, 180)
+    s.box(20, 120, 140, 60, "self-attention", sub="every token sees all", cls="box primary")
+    s.arrow(90, 120, 90, 104)
+    s.box(20, 78, 140, 26, "MLP", cls="box muted")
+    s.arrow(90, 78, 90, 56)
+    s.box(20, 30, 140, 26, "encoder output", cls="box accent")
+    s.box(200, 226, 140, 26, "target so far", cls="box")
+    s.arrow(270, 226, 270, 212)
+    s.box(200, 172, 140, 40, "masked self-attn", sub="causal", cls="box primary")
+    s.arrow(270, 172, 270, 158)
+    s.box(200, 112, 140, 46, "cross-attention", sub="Q: decoder · K, V: encoder", cls="box accent")
+    s.arrow(270, 112, 270, 98)
+    s.box(200, 72, 140, 26, "MLP", cls="box muted")
+    s.arrow(270, 72, 270, 56)
+    s.box(200, 30, 140, 26, "next-token logits", cls="box")
+    s.path("M 160 43 C 185 43, 175 135, 199 135", cls="line")
+    s.arrow(190, 135, 199, 135)
+    alt = (
+        "Two stacks side by side. The encoder reads the source tokens with unmasked self-attention and an MLP, giving the "
+        "encoder output. The decoder reads the target so far with causal self-attention, then cross-attention whose queries "
+        "come from the decoder and whose keys and values come from the encoder output, then an MLP, giving next-token logits."
+    )
+    caption = (
+        "Encoder–decoder (one layer of each drawn; the stacks repeat). Cross-attention is the only bridge: every decoder layer reads the encoder's last output."
+    )
+    return s.render("encoder-decoder", alt), alt, caption

@@ -1,0 +1,135 @@
+"""Figures of GPT-2's block and forward pass, with GPT-2 small's shapes from ``model_export.gpt2``."""
+
+from __future__ import annotations
+
+from sitebuild.figures.svg import Svg
+
+
+def small_shapes() -> dict:
+    """GPT-2 small's shapes, read from ``GPT2Config()`` and the MLP it builds."""
+    from model_export.gpt2 import MLP, GPT2Config
+
+    c = GPT2Config()
+    return {
+        "n_layer": c.n_layer,
+        "n_head": c.n_head,
+        "n_embd": c.n_embd,
+        "head_dim": c.head_dim,
+        "n_positions": c.n_positions,
+        "vocab_size": c.vocab_size,
+        "d_ff": MLP(c).c_fc.out_features,
+    }
+
+
+def _sublayer(s: Svg, spine: float, top: float, norm: str, name: str, sub: str, data: dict) -> float:
+    """One residual branch: leave the spine, norm, sublayer, add back. Returns the bottom y."""
+    cx = 235
+    s.line(spine, top, cx, top)
+    s.arrow(cx, top, cx, top + 14)
+    s.box(cx - 95, top + 14, 190, 26, norm, cls="box muted")
+    s.arrow(cx, top + 40, cx, top + 56)
+    s.box(cx - 95, top + 56, 190, 40, name, sub=sub, cls="box primary", data=data)
+    s.line(cx, top + 96, cx, top + 118)
+    s.arrow(cx, top + 118, spine + 11, top + 118)
+    s.circle(spine, top + 118, 10, label="+", cls="box accent")
+    return top + 128
+
+
+def gpt2_block():
+    """The GPT-2 block: two pre-norm residual branches around attention and the MLP."""
+    d = small_shapes()
+    C, H, hd, F = d["n_embd"], d["n_head"], d["head_dim"], d["d_ff"]
+    s = Svg(360, 352)
+    spine = 60
+    s.text(spine, 12, f"x: T × {C}", cls="label bold", data={"shape": f"T x {C}"})
+    s.line(spine, 22, spine, 36)
+    y = _sublayer(s, spine, 36, "LayerNorm 1", "Causal self-attention", f"{H} heads × {hd}", {"n-head": H, "head-dim": hd})
+    s.line(spine, 22, spine, y - 20, cls="line spine")
+    s.line(spine, y, spine, y + 10, cls="line spine")
+    y2 = _sublayer(s, spine, y + 10, "LayerNorm 2", "MLP", f"{C} → {F} → {C}, GELU", {"d-model": C, "d-ff": F})
+    s.arrow(spine, y2, spine, y2 + 24)
+    s.text(spine - 40, y2 + 34, f"to the next block: T × {C}", cls="label bold", anchor="start")
+    s.text(4, 120, "residual", cls="label small dim", anchor="start")
+    s.text(4, 134, "stream", cls="label small dim", anchor="start")
+    alt = (
+        f"The GPT-2 block. A residual stream of T by {C} numbers runs down the left. It branches twice: "
+        f"first through LayerNorm 1 and causal self-attention with {H} heads of width {hd}, then through "
+        f"LayerNorm 2 and an MLP from {C} to {F} and back to {C}; each branch's output is added back to the stream."
+    )
+    caption = (
+        "The GPT-2 block (GPT-2 small's widths). Each sublayer reads a normalised copy of the residual stream "
+        "and adds its result back (pre-norm); the stream itself is never normalised inside the block."
+    )
+    return s.render("gpt2-block", alt, {"n-embd": C, "n-head": H, "d-ff": F}), alt, caption
+
+
+def forward_pass():
+    """The forward pass from token ids to logits, each arrow labelled with its shape."""
+    d = small_shapes()
+    C, L, V, P = d["n_embd"], d["n_layer"], d["vocab_size"], d["n_positions"]
+    steps = [
+        ("token ids", "T", "T"),
+        ("token embedding wte", f"{V} × {C} table", f"T x {C}"),
+        ("+ position embedding wpe", f"{P} × {C} table", f"T x {C}"),
+        (f"{L} × Transformer block", "attention + MLP", f"T x {C}"),
+        ("final LayerNorm ln_f", "", f"T x {C}"),
+        ("unembedding (wteᵀ, tied)", f"{C} × {V}", f"T x {V}"),
+        ("softmax of the last row", "next-token probabilities", f"{V}"),
+    ]
+    s = Svg(360, 40 + 62 * len(steps))
+    y = 10
+    for i, (name, sub, shape) in enumerate(steps):
+        cls = "box primary" if "block" in name else "box"
+        s.box(60, y, 240, 38, name, sub=sub or None, cls=cls, data={"step": i, "out-shape": shape})
+        s.arrow(180, y + 38, 180, y + 60)
+        s.text(188, y + 49, shape.replace(" x ", " × "), cls="label small bold", anchor="start", data={"shape": shape})
+        y += 62
+    s.text(180, y + 4, "the next token's distribution", cls="label small dim")
+    alt = (
+        f"GPT-2 small's forward pass as a column of boxes: T token ids, the token embedding ({V} by {C}) and the "
+        f"position embedding ({P} by {C}) give T by {C}; {L} blocks keep T by {C}; the final LayerNorm, then the "
+        f"tied unembedding gives T by {V} logits, and the softmax of the last row the next-token probabilities."
+    )
+    caption = (
+        f"The forward pass with GPT-2 small's shapes (T tokens, T ≤ {P}). Every block keeps the shape T × {C}; only the last step leaves the model's width."
+    )
+    return s.render("forward-pass", alt, {"n-layer": L, "n-embd": C, "vocab-size": V, "n-positions": P}), alt, caption
+
+
+def pre_post_norm():
+    """Post-norm (the 2017 Transformer) beside pre-norm (GPT-2): where the LayerNorm sits."""
+    s = Svg(360, 264)
+    for x0, title, pre in ((10, "post-norm (2017)", False), (190, "pre-norm (GPT-2)", True)):
+        cx, spine = x0 + 100, x0 + 20
+        s.text(x0 + 80, 12, title, cls="label bold")
+        s.line(spine, 24, spine, 228, cls="line spine")
+        s.arrow(spine, 212, spine, 236)
+        for top in (34, 124):
+            s.line(spine, top, cx, top)
+            if pre:
+                s.arrow(cx, top, cx, top + 8)
+                s.box(cx - 50, top + 8, 100, 20, "LayerNorm", cls="box muted")
+                s.arrow(cx, top + 28, cx, top + 36)
+                s.box(cx - 50, top + 36, 100, 22, "sublayer", cls="box primary")
+                s.line(cx, top + 58, cx, top + 70)
+                s.arrow(cx, top + 70, spine + 9, top + 70)
+                s.circle(spine, top + 70, 8, label="+", cls="box accent")
+            else:
+                s.arrow(cx, top, cx, top + 10)
+                s.box(cx - 50, top + 10, 100, 22, "sublayer", cls="box primary")
+                s.line(cx, top + 32, cx, top + 44)
+                s.arrow(cx, top + 44, spine + 9, top + 44)
+                s.circle(spine, top + 44, 8, label="+", cls="box accent")
+                s.box(spine - 14, top + 58, 100, 20, "LayerNorm", cls="box muted")
+    s.text(90, 252, "stream normalised", cls="label small dim")
+    s.text(270, 252, "stream untouched", cls="label small dim")
+    alt = (
+        "Two residual streams side by side. Left, post-norm: each sublayer's output is added to the stream and the sum "
+        "goes through a LayerNorm that sits on the stream itself. Right, pre-norm: the LayerNorm sits on the branch, "
+        "before each sublayer, and the stream is only ever added to."
+    )
+    caption = (
+        "Post-norm against pre-norm. "
+        "In pre-norm (GPT-2 and most later models) an identity path runs from the embedding to the last block, which keeps deep stacks trainable."
+    )
+    return s.render("pre-post-norm", alt), alt, caption

@@ -1,0 +1,300 @@
+"""The static SVG figures (sitebuild.figures, placed by figure_hook.py).
+
+Every figure renders valid SVG with a viewBox, alt text and a caption, and colours nothing
+itself; every figure that shows numbers shows the ones the demos and config code compute
+(recomputed here, read back from the SVG's data-* attributes); the hook numbers figures in
+page order; and each figure is placed on a page and sits inline in the built site.
+"""
+
+import math
+import os
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mkdocs.exceptions import PluginError
+
+from demos.attention import scaled_dot_product_attention
+from demos.bpe import train_bpe
+from demos.decoding import beam_search
+from demos.flash import memory_traffic
+from demos.kv_cache import kv_cache_bytes
+from demos.kv_cache import presets as kv_presets
+from demos.moe import route
+from demos.sampling import next_token_distribution
+from demos.size import presets as size_presets
+from model_export.gpt2 import GPT2Config
+from sitebuild import figure_hook
+from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
+SVG_NS = "{http://www.w3.org/2000/svg}"
+COLOUR_ATTRS = {"fill", "stroke", "color", "style", "stop-color", "flood-color"}
+
+
+def drawn(name):
+    svg, alt, caption = FIGURES[name]()
+    return ET.fromstring(svg), alt, caption
+
+
+def all_with(root, attr):
+    return [e for e in root.iter() if attr in e.attrib]
+
+
+def placements():
+    """figure name -> the docs pages (relative paths) whose Markdown places it."""
+    where = {}
+    for page in sorted(DOCS.rglob("*.md")):
+        for m in figure_hook.MARKER.finditer(page.read_text(encoding="utf-8")):
+            where.setdefault(m["name"], []).append(page.relative_to(DOCS).as_posix())
+    return where
+
+
+# --- every figure -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_figure_is_valid_accessible_svg(name):
+    root, alt, caption = drawn(name)
+    assert root.tag == f"{SVG_NS}svg"
+    assert re.fullmatch(r"0 0 \d+(\.\d+)? \d+(\.\d+)?", root.get("viewBox"))
+    assert root.get("role") == "img"
+    title = root.find(f"{SVG_NS}title")
+    assert title is not None and title.get("id") == root.get("aria-labelledby") == f"figure-{name}-title"
+    assert title.text == alt and len(alt.split()) >= 12, "alt text should say what the figure shows"
+    assert len(caption.split()) >= 8
+    assert not list(root.iter(f"{SVG_NS}script")) and not list(root.iter(f"{SVG_NS}style"))
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_figure_colours_only_through_classes(name):
+    root, _, _ = drawn(name)
+    for element in root.iter():
+        for attr in COLOUR_ATTRS & set(element.attrib):
+            assert element.get(attr) == "currentColor", f"{name}: {element.tag} has {attr}={element.get(attr)!r}"
+        assert not any(k.startswith("on") for k in element.attrib), f"{name}: event handler on {element.tag}"
+    svg = FIGURES[name]()[0]
+    assert not re.search(r"#[0-9a-fA-F]{3,8}\b|rgb\(|hsl\(", svg), f"{name}: a literal colour"
+
+
+def test_every_figure_is_placed_on_a_page():
+    where = placements()
+    assert sorted(where) == sorted(FIGURES), "every registered figure is used, and only those"
+    assert all(len(pages) == 1 for pages in where.values()), where
+
+
+# --- the numbers each figure shows, recomputed -----------------------------------------
+
+SMALL = GPT2Config()
+
+
+def check_gpt2_block(root):
+    assert int(root.get("data-n-embd")) == SMALL.n_embd == 768
+    assert int(root.get("data-n-head")) == SMALL.n_head
+    assert int(root.get("data-d-ff")) == 4 * SMALL.n_embd
+    attn = all_with(root, "data-head-dim")[0]
+    assert int(attn.get("data-head-dim")) == SMALL.n_embd // SMALL.n_head
+
+
+def check_forward_pass(root):
+    C, V = SMALL.n_embd, SMALL.vocab_size
+    shapes = [e.get("data-out-shape") for e in all_with(root, "data-out-shape")]
+    assert shapes == ["T", f"T x {C}", f"T x {C}", f"T x {C}", f"T x {C}", f"T x {V}", f"{V}"]
+    text = " ".join(e.text or "" for e in root.iter())
+    assert f"{SMALL.n_layer} × Transformer block" in text and f"{SMALL.n_positions} × {C}" in text
+
+
+def grids(root):
+    return {e.get("data-mask"): [[c == "1" for c in row] for row in e.get("data-allowed").split("/")] for e in all_with(root, "data-mask")}
+
+
+def check_attention_masks(root):
+    t = len(attention.MASK_TOKENS)
+    pad = np.array([w == "<pad>" for w in attention.MASK_TOKENS])
+    causal = np.tril(np.ones((t, t), bool))
+    g = grids(root)
+    assert (np.array(g["causal"]) == causal).all()
+    assert (np.array(g["padding"]) == ~pad[None, :].repeat(t, 0)).all()
+    assert (np.array(g["both"]) == (causal & ~pad[None, :])).all()
+    x = [[1.0]] * t
+    assert g["both"] == scaled_dot_product_attention(x, x, x, causal=True, key_padding_mask=pad.tolist())["allowed"]
+
+
+def check_multi_head(root):
+    assert int(root.get("data-n-head")) == SMALL.n_head and int(root.get("data-head-dim")) == SMALL.head_dim
+    heads = all_with(root, "data-head")
+    assert len(heads) == SMALL.n_head and {h.get("data-shape") for h in heads} == {f"T x {SMALL.head_dim}"}
+
+
+def check_sliding_window(root):
+    t, w = attention.WINDOW_T, attention.WINDOW
+    q, k = np.indices((t, t))
+    g = grids(root)
+    assert (np.array(g["window"]) == ((q - k >= 0) & (q - k < w))).all()
+    counts = [int(e.get("data-scores")) for e in all_with(root, "data-scores")]
+    assert counts == [t * (t + 1) // 2, sum(min(i + 1, w) for i in range(t))]
+
+
+def check_gqa(root):
+    shape = kv_presets()[attention.GQA_PRESET]
+    got = {e.get("data-variant"): int(e.get("data-bytes-per-token")) for e in all_with(root, "data-variant")}
+    for name, kv in (("MHA", shape["n_head"]), ("GQA", shape["gqa_kv_heads"]), ("MQA", 1)):
+        assert got[name] == kv_cache_bytes(shape["n_layer"], kv, shape["d_head"], 1, "float16")["bytes_per_token"]
+        assert got[name] == 2 * shape["n_layer"] * kv * shape["d_head"] * 2
+
+
+def check_flash(root):
+    n = attention.TILE_T // attention.TILE
+    tiles = all_with(root, "data-tile")
+    assert len(tiles) == n * (n + 1) // 2
+    traffic = memory_traffic(seq_len=attention.TILE_T, d_head=4, block_q=attention.TILE, block_k=attention.TILE, causal=True)
+    assert int(all_with(root, "data-tiles")[0].get("data-tiles")) == traffic["tiles"] == len(tiles)
+    assert int(all_with(root, "data-naive-scores")[0].get("data-naive-scores")) == 4 * attention.TILE_T**2
+
+
+def check_kv_cache(root):
+    rows = all_with(root, "data-bytes")
+    assert [int(e.get("data-tokens")) for e in rows] == list(range(3, 3 + len(rows)))
+    for e in rows:
+        n = int(e.get("data-tokens"))
+        assert int(e.get("data-bytes")) == kv_cache_bytes(SMALL.n_layer, SMALL.n_head, SMALL.head_dim, n, "float16")["total_bytes"]
+        assert int(e.get("data-bytes")) == 2 * SMALL.n_layer * SMALL.n_embd * 2 * n
+
+
+def check_moe(root):
+    x, w = efficiency.moe_inputs()
+    r = route(x.tolist(), w.tolist(), efficiency.MOE_TOP_K)
+    loads = [int(e.get("data-tokens")) for e in all_with(root, "data-expert")]
+    assert loads == r["tokens_per_expert"] and sum(loads) == efficiency.MOE_TOKENS * efficiency.MOE_TOP_K
+    assert float(all_with(root, "data-aux-loss")[0].get("data-aux-loss")) == pytest.approx(r["aux_loss"], abs=5e-4)
+    routes = [[int(i) for i in e.get("data-experts").split(",")] for e in all_with(root, "data-experts")]
+    assert routes == r["experts"]
+
+
+def check_bpe(root):
+    r = train_bpe(families.BPE_CORPUS, families.BPE_MERGES)
+    merges = [e.get("data-pair").split(" ") for e in all_with(root, "data-pair")]
+    assert merges == r["merges"]
+    assert [int(e.get("data-vocab-size")) for e in all_with(root, "data-vocab-size")] == [s["vocab_size"] for s in r["steps"]]
+    words = {e.get("data-word"): e.get("data-tokens").split(" ") for e in all_with(root, "data-word")}
+    assert words == {w["word"]: w["tokens"] for w in r["words"]}
+
+
+def check_rope(root):
+    points = all_with(root, "data-m")
+    assert [int(e.get("data-m")) for e in points] == families.ROPE_POSITIONS
+    theta = 10000.0 ** (-2 * families.ROPE_PAIR / families.ROPE_D)
+    for e in points:
+        m = int(e.get("data-m"))
+        assert float(e.get("data-x")) == pytest.approx(math.cos(m * theta), abs=1e-4)
+        assert float(e.get("data-y")) == pytest.approx(math.sin(m * theta), abs=1e-4)
+
+
+def check_compute_optimal(root):
+    by_id = {p["id"]: p for p in size_presets()}
+    points = all_with(root, "data-model")
+    assert [e.get("data-model") for e in points] == list(scaling.MODELS)
+    for e in points:
+        p = by_id[e.get("data-model")]
+        n, d = int(e.get("data-n")), int(e.get("data-d"))
+        assert (n, d) == (p["published"], p["train_tokens"])
+        assert float(e.get("data-c")) == pytest.approx(6 * n * d, rel=1e-3)
+    assert float(all_with(root, "data-tokens-per-param")[0].get("data-tokens-per-param")) == 20
+
+
+def check_beam(root):
+    r = beam_search(decoding.BEAM_WIDTH)
+    assert all_with(root, "data-best")[0].get("data-best") == " ".join(r["best"]["tokens"])
+    boxes = all_with(root, "data-logprob")
+    expected = [(" ".join(c["tokens"]), f"{c['logprob']:.3f}", str(c["kept"]).lower()) for step in r["steps"] for c in step]
+    assert [(e.get("data-tokens"), e.get("data-logprob"), e.get("data-kept")) for e in boxes] == expected
+
+
+def check_top_k_top_p(root):
+    got = [int(e.get("data-num-kept")) for e in all_with(root, "data-num-kept")]
+    want = []
+    for logits in decoding.STEPS.values():
+        want.append(next_token_distribution(logits, top_k=decoding.TOP_K)["num_kept"])
+        want.append(next_token_distribution(logits, top_p=decoding.TOP_P)["num_kept"])
+    assert got == want == [3, 1, 3, 7]  # the numbers the top-p page's text gives
+
+
+NUMBERS = {
+    "gpt2-block": check_gpt2_block,
+    "forward-pass": check_forward_pass,
+    "attention-masks": check_attention_masks,
+    "multi-head": check_multi_head,
+    "sliding-window": check_sliding_window,
+    "gqa-mqa": check_gqa,
+    "flash-tiles": check_flash,
+    "kv-cache": check_kv_cache,
+    "moe-routing": check_moe,
+    "bpe-merges": check_bpe,
+    "rope-rotation": check_rope,
+    "compute-optimal": check_compute_optimal,
+    "beam-tree": check_beam,
+    "top-k-top-p": check_top_k_top_p,
+}
+DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families"}  # no numbers to check
+
+
+def test_every_figure_is_checked_or_a_diagram():
+    assert set(NUMBERS) | DIAGRAMS == set(FIGURES) and not set(NUMBERS) & DIAGRAMS
+
+
+@pytest.mark.parametrize("name", sorted(NUMBERS))
+def test_figure_numbers_are_the_computed_ones(name):
+    NUMBERS[name](drawn(name)[0])
+
+
+# --- the hook ---------------------------------------------------------------------------
+
+
+def test_hook_numbers_figures_in_page_order_and_links_references():
+    page = "See [[figure: multi-head]] and [[figure: gpt2-block]].\n\n<!-- figure: gpt2-block -->\n\ntext\n\n<!-- figure: multi-head -->\n"
+    out = figure_hook.expand_figures(page)
+    assert out.index('id="figure-gpt2-block"') < out.index('id="figure-multi-head"')
+    assert "<figcaption>Figure 1. " in out.split('id="figure-multi-head"')[0]
+    assert "<figcaption>Figure 2. " in out.split('id="figure-multi-head"')[1]
+    assert out.startswith("See [Figure 2](#figure-multi-head) and [Figure 1](#figure-gpt2-block).")
+    assert "<!--" not in out and "\n\n" not in out.split("<figure")[1].split("</figure>")[0]
+
+
+@pytest.mark.parametrize(
+    "page, message",
+    [
+        ("<!-- figure: no-such-figure -->\n", "unknown figure"),
+        ("<!-- figure: gpt2-block -->\n\n<!-- figure: gpt2-block -->\n", "twice"),
+        ("[[figure: multi-head]]\n\n<!-- figure: gpt2-block -->\n", "does not place"),
+    ],
+)
+def test_hook_fails_the_build_on_bad_markers(page, message):
+    with pytest.raises(PluginError, match=message):
+        figure_hook.expand_figures(page)
+
+
+def test_hook_is_registered():
+    assert "site_src/sitebuild/figure_hook.py" in (ROOT / "mkdocs.yml").read_text()
+
+
+# --- the built site ---------------------------------------------------------------------
+
+FIGURE_HTML = re.compile(r'<figure class="tx-figure" id="figure-(?P<name>[\w-]+)">(?P<body>.*?)</figure>', re.S)
+
+
+@pytest.mark.skipif(not (SITE / "index.html").is_file(), reason="no built site (TX_SITE or site/)")
+@pytest.mark.parametrize("name, page", sorted((n, p[0]) for n, p in placements().items()))
+def test_built_page_has_the_figure_inline(name, page):
+    built = SITE / (page[: -len("/index.md")] if page.endswith("index.md") else page[: -len(".md")]) / "index.html"
+    html = built.read_text(encoding="utf-8")
+    found = {m["name"]: m["body"] for m in FIGURE_HTML.finditer(html)}
+    assert name in found, f"{page}: figure {name} not in {built}"
+    body = found[name]
+    assert "<svg" in body and "<figcaption>Figure " in body and "<script" not in body
+    number = list(found).index(name) + 1
+    assert f"<figcaption>Figure {number}. " in body
+    assert f'href="#figure-{name}"' in html, f"{page}: the text never refers to figure {name}"
