@@ -9,7 +9,8 @@ pages cite them as `[Vaswani et al., 2017](../reference/references.md#vaswani201
 * every citation on a page names an existing entry, and every entry is cited somewhere;
 * a citation's visible year is the entry's year;
 * no page refers the reader to a document they cannot open ("the lecture", "the transcript",
-  "the seed's", "the source's", "the course material").
+  "the seed's", "the source's", "the course material");
+* no page makes an undated time-sensitive claim ("recent models", "most current", "today's models").
 """
 
 from __future__ import annotations
@@ -190,3 +191,36 @@ def test_no_page_points_to_a_document_the_reader_cannot_open():
 )
 def test_the_phrase_check_itself(text, caught):
     assert any(re.search(pattern, text, re.I) for pattern, _ in UNREADABLE) == caught
+
+
+# Time-sensitive wording that needs a date ("as of October 2026", "in 2024", "released from 2023
+# to 2026"): a page that says "recent models" or "today's" without one ages silently.
+UNDATED = re.compile(
+    r"\b(?:most current|current (?:large )?(?:language )?models|recent (?:large |open |MoE )*(?:models|designs|ones|LLMs)"
+    r"|today's (?:models|assistants|large)|nowadays|these days)\b",
+    re.I,
+)
+
+
+def test_time_sensitive_claims_are_dated():
+    hits = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        for match in UNDATED.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            hits.append(f"{page.relative_to(DOCS).as_posix()}:{line}: {match.group(0)!r}")
+    assert not hits, "undated time-sensitive claims:\n" + "\n".join(hits)
+
+
+@pytest.mark.parametrize(
+    ("text", "caught"),
+    [
+        ("RoPE, which most recent models use.", True),
+        ("the method most current large language models use", True),
+        ("Recent ones use hundreds of experts.", True),
+        ("most large open models released from 2023 to 2026 use", False),
+        ("the most recent tokens", False),
+    ],
+)
+def test_the_date_check_itself(text, caught):
+    assert bool(UNDATED.search(text)) == caught
