@@ -50,7 +50,7 @@ def attention_masks():
         s.text(x0 + t * cell / 2, 26 + t * cell + 12, "keys →", cls="label small dim")
     for r, w in enumerate(MASK_TOKENS):
         s.text(40, 26 + r * cell + cell / 2, w, cls="label small", anchor="end")
-    s.text(40, 12, "queries ↓", cls="label small dim", anchor="end")
+    s.text(2, 12, "queries ↓", cls="label small dim", anchor="start")
     s.box(44, 150, 12, 12, cls="cell on")
     s.text(62, 156, "may attend", cls="label small", anchor="start")
     s.box(150, 150, 12, 12, cls="cell off")
