@@ -108,6 +108,13 @@ def check_forward_pass(root):
     assert f"{SMALL.n_layer} × Transformer block" in text and f"{SMALL.n_positions} × {C}" in text
 
 
+def check_qkv(root):
+    assert int(root.get("data-n-embd")) == SMALL.n_embd and int(root.get("data-d-qkv")) == 3 * SMALL.n_embd
+    parts = {e.get("data-part"): e.get("data-shape") for e in all_with(root, "data-part")}
+    assert parts == dict.fromkeys("QKV", f"T x {SMALL.n_embd}")
+    assert float(all_with(root, "data-scale")[0].get("data-scale")) == math.sqrt(SMALL.head_dim)
+
+
 def grids(root):
     return {e.get("data-mask"): [[c == "1" for c in row] for row in e.get("data-allowed").split("/")] for e in all_with(root, "data-mask")}
 
@@ -226,6 +233,7 @@ def check_top_k_top_p(root):
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
+    "qkv": check_qkv,
     "attention-masks": check_attention_masks,
     "multi-head": check_multi_head,
     "sliding-window": check_sliding_window,

@@ -18,6 +18,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "gpt2-block": block.gpt2_block,
     "forward-pass": block.forward_pass,
     "pre-post-norm": block.pre_post_norm,
+    "qkv": block.qkv,
     "attention-masks": attention.attention_masks,
     "multi-head": attention.multi_head,
     "encoder-decoder": attention.encoder_decoder,

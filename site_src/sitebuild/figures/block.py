@@ -7,7 +7,7 @@ from sitebuild.figures.svg import Svg
 
 def small_shapes() -> dict:
     """GPT-2 small's shapes, read from ``GPT2Config()`` and the MLP it builds."""
-    from model_export.gpt2 import MLP, GPT2Config
+    from model_export.gpt2 import MLP, CausalSelfAttention, GPT2Config
 
     c = GPT2Config()
     return {
@@ -18,6 +18,7 @@ def small_shapes() -> dict:
         "n_positions": c.n_positions,
         "vocab_size": c.vocab_size,
         "d_ff": MLP(c).c_fc.out_features,
+        "d_qkv": CausalSelfAttention(c).c_attn.out_features,
     }
 
 
@@ -133,3 +134,44 @@ def pre_post_norm():
         "In pre-norm (GPT-2 and most later models) an identity path runs from the embedding to the last block, which keeps deep stacks trainable."
     )
     return s.render("pre-post-norm", alt), alt, caption
+
+
+def qkv():
+    """From the block's input to Q, K and V and the T × T attention matrix, with GPT-2 small's widths."""
+    d = small_shapes()
+    C, Q3, H, hd = d["n_embd"], d["d_qkv"], d["n_head"], d["head_dim"]
+    s = Svg(360, 340)
+    s.box(90, 8, 180, 28, f"LN₁(x): T × {C}", cls="box", data={"shape": f"T x {C}"})
+    s.arrow(180, 36, 180, 54)
+    s.text(188, 45, f"× c_attn ({C} × {Q3}) + bias", cls="label small", anchor="start")
+    s.box(40, 56, 280, 28, f"[Q | K | V]: T × {Q3}", cls="box primary", data={"shape": f"T x {Q3}"})
+    for i, name in enumerate("QKV"):
+        x = 40 + i * 100
+        s.arrow(x + 40, 84, x + 40, 102)
+        s.box(x, 104, 80, 28, f"{name}: T × {C}", cls="box accent" if name == "V" else "box primary", data={"part": name, "shape": f"T x {C}"})
+    s.text(180, 328, f"all per head: {H} heads, each T × {hd}", cls="label small dim")
+    s.line(80, 132, 80, 172)
+    s.line(180, 132, 180, 172)
+    s.arrow(80, 172, 120, 184)
+    s.arrow(180, 172, 140, 184)
+    s.box(60, 186, 140, 40, "Q Kᵀ / √d", sub=f"T × T (√{hd} = {hd**0.5:g})", cls="box", data={"scale": f"{hd**0.5:g}"})
+    s.arrow(130, 226, 130, 242)
+    s.box(40, 244, 180, 24, "+ causal mask, softmax", cls="box muted")
+    s.arrow(130, 268, 130, 284)
+    s.line(280, 132, 280, 298)
+    s.arrow(280, 298, 222, 298)
+    s.box(60, 286, 160, 28, f"weights · V: T × {hd}", cls="box primary", data={"shape": f"T x {hd}"})
+    s.text(322, 200, "queries ask,", cls="label small", anchor="middle")
+    s.text(322, 214, "keys answer,", cls="label small", anchor="middle")
+    s.text(322, 228, "values are", cls="label small", anchor="middle")
+    s.text(322, 242, "handed over", cls="label small", anchor="middle")
+    alt = (
+        f"The block's normalised input, T by {C}, times the fused {C} by {Q3} weight gives T by {Q3}, cut into Q, K and V of T by {C} "
+        f"each. Per head (T by {hd}), Q times K transposed over the square root of {hd} gives a T by T score matrix, which the causal "
+        "mask and softmax turn into weights that average the rows of V."
+    )
+    caption = (
+        f"Q, K and V in GPT-2 small: one {C} × {Q3} product, sliced in three. "
+        "Each head then compares every query with every key (the T × T matrix) and mixes the values with the resulting weights."
+    )
+    return s.render("qkv", alt, {"n-embd": C, "d-qkv": Q3, "head-dim": hd}), alt, caption
