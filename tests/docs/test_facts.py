@@ -105,6 +105,7 @@ def test_cases_are_all_run():
             ],
             [],
         ),
+        ("pipeline/04-final-embedding.md", ["in training GPT-2 first applies dropout with $p = 0.1$ to it"], []),
         ("pipeline/01-tokenization.md", ["five words become six tokens"], ["six words become six tokens", "seed"]),
         ("efficiency/kv-cache.md", ["The output projection onto the 50,257-word vocabulary is left out"], []),
     ],
