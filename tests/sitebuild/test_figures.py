@@ -230,6 +230,16 @@ def check_top_k_top_p(root):
     assert got == want == [3, 1, 3, 7]  # the numbers the top-p page's text gives
 
 
+def check_temperature(root):
+    bars = all_with(root, "data-temperature")
+    got = {(float(e.get("data-temperature")), int(e.get("data-token"))): float(e.get("data-p")) for e in bars}
+    z = np.array(decoding.TEMPERATURE_LOGITS, float)
+    for t in decoding.TEMPERATURES:
+        p = np.exp(z / t) / np.exp(z / t).sum()
+        assert [got[t, i] for i in range(len(z))] == pytest.approx(p, abs=5e-4)
+    assert [got[0.5, 0], got[1, 2], got[2, 0]] == [0.867, 0.090, 0.506]  # the temperature page's table
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
@@ -246,6 +256,7 @@ NUMBERS = {
     "compute-optimal": check_compute_optimal,
     "beam-tree": check_beam,
     "top-k-top-p": check_top_k_top_p,
+    "temperature": check_temperature,
 }
 DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families"}  # no numbers to check
 

@@ -33,4 +33,5 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "compute-optimal": scaling.compute_optimal,
     "beam-tree": decoding.beam_tree,
     "top-k-top-p": decoding.top_k_top_p,
+    "temperature": decoding.temperature,
 }

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from demos.decoding import beam_search
-from demos.sampling import next_token_distribution
+from demos.sampling import next_token_distribution, softmax
 from sitebuild.figures.svg import Svg
 
 BEAM_WIDTH = 2
 # The two steps of the top-k and top-p pages (their widgets show the same logits).
 STEPS = {"confident": [6, 2, 1.5, 1, 0.5, 0, -0.5, -1], "uncertain": [1.3, 1.2, 1.1, 1, 0.9, 0.8, 0.7, 0.6]}
 TOP_K, TOP_P = 3, 0.9
+TEMPERATURE_LOGITS, TEMPERATURES = [2, 1, 0], (0.5, 1, 2)  # the temperature page's table
 
 
 def beam_tree():
@@ -106,3 +107,27 @@ def top_k_top_p():
         f"A fixed k keeps {TOP_K} tokens whatever the shape; the nucleus shrinks when the model is sure and grows when it is not."
     )
     return s.render("top-k-top-p", alt), alt, caption
+
+
+def temperature():
+    """One three-token distribution at three temperatures (``demos.sampling.softmax``)."""
+    s = Svg(360, 190)
+    chart_h, bar_w = 110, 26
+    for c, t in enumerate(TEMPERATURES):
+        probs = softmax(TEMPERATURE_LOGITS, temperature=t)
+        x0 = 20 + c * 118
+        s.text(x0 + 45, 12, f"T = {t:g}", cls="label bold")
+        s.line(x0, 30 + chart_h, x0 + 3 * (bar_w + 4), 30 + chart_h)
+        for i, p in enumerate(probs):
+            h = p * chart_h
+            x = x0 + 2 + i * (bar_w + 4)
+            s.box(x, 30 + chart_h - h, bar_w, h, cls="bar on", rx=1, data={"temperature": f"{t:g}", "token": i, "p": f"{p:.3f}"})
+            s.text(x + bar_w / 2, 30 + chart_h - h - 8, f"{p:.2f}", cls="label small")
+            s.text(x + bar_w / 2, 30 + chart_h + 12, f"z={TEMPERATURE_LOGITS[i]}", cls="label small dim")
+    s.text(180, 182, "same logits 2, 1, 0; divided by T before the softmax", cls="label small dim")
+    alt = (
+        "Three bar charts of the same three tokens with logits 2, 1 and 0. At temperature 0.5 the first token takes most of the "
+        "probability; at 1 the bars are the model's own distribution; at 2 they are closer to an even split."
+    )
+    caption = "Temperature on one distribution (demos.sampling.softmax): below 1 it sharpens, above 1 it flattens; the order of the tokens never changes."
+    return s.render("temperature", alt), alt, caption
