@@ -115,6 +115,13 @@ def check_qkv(root):
     assert float(all_with(root, "data-scale")[0].get("data-scale")) == math.sqrt(SMALL.head_dim)
 
 
+def check_mlp(root):
+    assert int(root.get("data-d-ff")) == 4 * SMALL.n_embd and int(root.get("data-n-embd")) == SMALL.n_embd
+    z = np.linspace(-4, 4, 801)
+    exact_min = float((0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))).min())
+    assert float(all_with(root, "data-min")[0].get("data-min")) == pytest.approx(exact_min, abs=2e-3)
+
+
 def grids(root):
     return {e.get("data-mask"): [[c == "1" for c in row] for row in e.get("data-allowed").split("/")] for e in all_with(root, "data-mask")}
 
@@ -244,6 +251,7 @@ NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
     "qkv": check_qkv,
+    "mlp": check_mlp,
     "attention-masks": check_attention_masks,
     "multi-head": check_multi_head,
     "sliding-window": check_sliding_window,

@@ -19,6 +19,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "forward-pass": block.forward_pass,
     "pre-post-norm": block.pre_post_norm,
     "qkv": block.qkv,
+    "mlp": block.mlp,
     "attention-masks": attention.attention_masks,
     "multi-head": attention.multi_head,
     "encoder-decoder": attention.encoder_decoder,

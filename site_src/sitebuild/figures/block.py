@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from demos.ffn import gelu
 from sitebuild.figures.svg import Svg
+
+GELU_RANGE = (-4.0, 3.0)
 
 
 def small_shapes() -> dict:
@@ -175,3 +178,55 @@ def qkv():
         "Each head then compares every query with every key (the T × T matrix) and mixes the values with the resulting weights."
     )
     return s.render("qkv", alt, {"n-embd": C, "d-qkv": Q3, "head-dim": hd}), alt, caption
+
+
+def gelu_points(n: int = 57) -> list[tuple[float, float]]:
+    """``(z, GELU(z))`` on ``GELU_RANGE``, tanh approximation as in GPT-2 (``demos.ffn.gelu``)."""
+    lo, hi = GELU_RANGE
+    zs = [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+    return list(zip(zs, gelu(zs, approximate="tanh")))
+
+
+def mlp():
+    """The MLP's widen, GELU and narrow, with GPT-2 small's widths, and the GELU curve."""
+    d = small_shapes()
+    C, F = d["n_embd"], d["d_ff"]
+    s = Svg(360, 230)
+    s.box(10, 10, 140, 28, f"u: T × {C}", cls="box", data={"shape": f"T x {C}"})
+    s.arrow(80, 38, 80, 56)
+    s.text(88, 47, f"W₁: {C} × {F}", cls="label small", anchor="start")
+    s.box(10, 58, 140, 28, f"T × {F}", cls="box primary", data={"shape": f"T x {F}"})
+    s.arrow(80, 86, 80, 104)
+    s.box(10, 106, 140, 28, "GELU, element-wise", cls="box accent")
+    s.arrow(80, 134, 80, 152)
+    s.text(88, 143, f"W₂: {F} × {C}", cls="label small", anchor="start")
+    s.box(10, 154, 140, 28, f"T × {C}", cls="box", data={"shape": f"T x {C}"})
+    s.text(80, 200, "each token on its own", cls="label small dim")
+    # The GELU curve on the right.
+    x0, y0, w, h = 190, 20, 160, 170
+    (lo, hi), (ylo, yhi) = GELU_RANGE, (-1.0, 3.0)
+
+    def px(z):
+        return x0 + w * (z - lo) / (hi - lo)
+
+    def py(v):
+        return y0 + h - h * (v - ylo) / (yhi - ylo)
+
+    s.line(x0, py(0), x0 + w, py(0), cls="line thin")
+    s.line(px(0), y0, px(0), y0 + h, cls="line thin")
+    s.polyline([(px(ylo), py(ylo)), (px(hi), py(hi))], cls="line dash")  # the identity, for comparison
+    pts = gelu_points()
+    s.polyline([(px(z), py(v)) for z, v in pts], cls="curve", data={"min": f"{min(v for _, v in pts):.4f}"})
+    s.text(x0 + w / 2, y0 + h + 14, "GELU(z), tanh form", cls="label small bold")
+    s.text(px(hi) - 4, py(hi) + 22, "≈ z", cls="label small", anchor="end")
+    s.text(px(lo) + 2, py(0) - 10, "≈ 0", cls="label small", anchor="start")
+    alt = (
+        f"Left, the MLP of GPT-2 small: T by {C} widened by a {C} by {F} weight to T by {F}, GELU applied to every number, and "
+        f"narrowed by a {F} by {C} weight back to T by {C}. Right, the GELU curve: close to zero for negative inputs, close to "
+        "the identity for positive ones, with a small dip below zero."
+    )
+    caption = (
+        f"The MLP widens each token to {F} features, bends them with GELU (curve from demos.ffn.gelu) and narrows them back to {C}. "
+        "The dashed line is the identity."
+    )
+    return s.render("mlp", alt, {"n-embd": C, "d-ff": F}), alt, caption
