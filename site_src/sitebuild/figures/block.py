@@ -46,10 +46,8 @@ def gpt2_block():
     s = Svg(360, 352)
     spine = 60
     s.text(spine, 12, f"x: T × {C}", cls="label bold", data={"shape": f"T x {C}"})
-    s.line(spine, 22, spine, 36)
+    s.line(spine, 22, spine, 36 + 2 * 128 + 10 - 10, cls="line spine")  # the stream, under both additions
     y = _sublayer(s, spine, 36, "LayerNorm 1", "Causal self-attention", f"{H} heads × {hd}", {"n-head": H, "head-dim": hd})
-    s.line(spine, 22, spine, y - 20, cls="line spine")
-    s.line(spine, y, spine, y + 10, cls="line spine")
     y2 = _sublayer(s, spine, y + 10, "LayerNorm 2", "MLP", f"{C} → {F} → {C}, GELU", {"d-model": C, "d-ff": F})
     s.arrow(spine, y2, spine, y2 + 24)
     s.text(spine - 40, y2 + 34, f"to the next block: T × {C}", cls="label bold", anchor="start")
