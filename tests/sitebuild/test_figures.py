@@ -26,6 +26,7 @@ from demos.moe import route
 from demos.sampling import next_token_distribution
 from demos.size import presets as size_presets
 from model_export.gpt2 import GPT2Config
+from model_export.tables import PARITY_IDS
 from sitebuild import figure_hook
 from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling
 
@@ -247,9 +248,40 @@ def check_temperature(root):
     assert [got[0.5, 0], got[1, 2], got[2, 0]] == [0.867, 0.090, 0.506]  # the temperature page's table
 
 
+def check_embedding_sum(root):
+    C, V, P = SMALL.n_embd, SMALL.vocab_size, SMALL.n_positions
+    assert (int(root.get("data-n-embd")), int(root.get("data-vocab-size")), int(root.get("data-n-positions"))) == (C, V, P)
+    tables = {e.get("data-table"): e.get("data-shape") for e in all_with(root, "data-table")}
+    assert tables == {"wte": f"{V} x {C}", "wpe": f"{P} x {C}"}
+    assert [int(e.get("data-id")) for e in all_with(root, "data-id")] == PARITY_IDS == [int(i) for i in root.get("data-ids").split()]
+    assert [int(e.get("data-position")) for e in all_with(root, "data-position")] == list(range(len(PARITY_IDS)))
+    assert {int(e.get("data-width")) for e in all_with(root, "data-width")} == {C}
+    assert f"{len(PARITY_IDS)} x {C}" in [e.get("data-shape") for e in all_with(root, "data-shape")]
+
+
+def check_lm_head(root):
+    C, V = SMALL.n_embd, SMALL.vocab_size
+    assert (int(root.get("data-n-embd")), int(root.get("data-vocab-size"))) == (C, V) == (768, 50257)
+    shapes = [e.get("data-shape") for e in all_with(root, "data-shape")]
+    assert shapes == [f"T x {C}", f"{C}", f"{C} x {V}", f"{V} x {C}", f"{V}"]
+    assert int(all_with(root, "data-logits")[0].get("data-logits")) == V
+
+
+def check_autoregression_loop(root):
+    t = len(PARITY_IDS)
+    assert int(root.get("data-prompt")) == t and int(root.get("data-steps")) == 3
+    fed = [(int(e.get("data-fed")), int(e.get("data-cached"))) for e in all_with(root, "data-fed")]
+    assert fed == [(t, 0), (1, t), (1, t + 1)]  # the prefill, then one new token over the cache
+    ctx = [(int(e.get("data-context")), int(e.get("data-after"))) for e in all_with(root, "data-context")]
+    assert ctx == [(t, t + 1), (t + 1, t + 2), (t + 2, t + 3)]
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
+    "embedding-sum": check_embedding_sum,
+    "lm-head": check_lm_head,
+    "autoregression-loop": check_autoregression_loop,
     "qkv": check_qkv,
     "mlp": check_mlp,
     "attention-masks": check_attention_masks,

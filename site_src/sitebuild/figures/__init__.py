@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sitebuild.figures import attention, block, decoding, efficiency, families, scaling
+from sitebuild.figures import attention, block, decoding, efficiency, families, pipeline, scaling
 
 FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "gpt2-block": block.gpt2_block,
     "forward-pass": block.forward_pass,
+    "embedding-sum": pipeline.embedding_sum,
+    "lm-head": pipeline.lm_head,
+    "autoregression-loop": pipeline.autoregression_loop,
     "pre-post-norm": block.pre_post_norm,
     "qkv": block.qkv,
     "mlp": block.mlp,
