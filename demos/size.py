@@ -28,6 +28,8 @@ from demos import _checks
 BYTES_PER_PARAM = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
 TRAIN_FLOPS_PER_PARAM_TOKEN = 6  # ~2 for the forward pass, ~4 for the backward pass
 CHINCHILLA_TOKENS_PER_PARAM = 20
+KAPLAN_ALPHA_N = 0.076  # Kaplan et al. (2020), eq. (1.1): the exponent of L(N)
+KAPLAN_N_C = 8.8e13  # the same fit's scale, in non-embedding parameters
 MAX_EXACT = 2**53  # counts must stay exact integers in JavaScript too
 MAX_TOKENS = 10**15  # training tokens; also below 2^53
 POSITIONS = ("learned", "sinusoidal", "rotary")
@@ -411,6 +413,28 @@ def chinchilla_tokens(n_params: int) -> float:
         1400000000000.0
     """
     return float(CHINCHILLA_TOKENS_PER_PARAM * _as_count("n_params", n_params, 0, MAX_EXACT))
+
+
+def kaplan_loss(n_params: int) -> float:
+    """Test loss predicted from model size alone by Kaplan et al.'s 2020 power law.
+
+    ``L(N) = (N_c / N) ** alpha_N`` with the paper's fitted constants ``alpha_N = 0.076``
+    and ``N_c = 8.8e13`` (Kaplan et al., 2020, "Scaling Laws for Neural Language Models",
+    eq. 1.1): the cross-entropy in nats per token of a model trained to convergence on
+    enough data, when its size is the only limit. ``N`` counts non-embedding parameters.
+
+    Args:
+        n_params: Non-embedding parameters N (at least 1).
+
+    Returns:
+        The predicted loss in nats per token.
+
+    Examples:
+        >>> round(kaplan_loss(10**9), 3)
+        2.376
+    """
+    n = _as_count("n_params", n_params, 1, MAX_EXACT)
+    return float((KAPLAN_N_C / n) ** KAPLAN_ALPHA_N)
 
 
 def presets() -> list[dict]:

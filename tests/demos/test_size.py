@@ -18,6 +18,7 @@ from demos import size
 from demos.size import (
     chinchilla_tokens,
     count_parameters,
+    kaplan_loss,
     kv_cache_bytes_per_token,
     llama_ffn_width,
     model_size,
@@ -305,6 +306,18 @@ def test_flops_and_chinchilla_rules():
     assert chinchilla_tokens(70 * 10**9) == 1.4e12  # 20 tokens per parameter
     gpt3 = count_parameters(**preset("gpt3-175b"))["total"]
     assert 3.0e23 < training_flops(gpt3, 300 * 10**9) < 3.3e23  # the well-known ~3.1e23 FLOPs
+
+
+def test_kaplan_loss_is_the_papers_power_law():
+    # Kaplan et al. (2020), eq. (1.1): L(N) = (N_c / N) ** alpha_N, alpha_N = 0.076, N_c = 8.8e13.
+    assert (size.KAPLAN_ALPHA_N, size.KAPLAN_N_C) == (0.076, 8.8e13)
+    for n in (10**6, 124_000_000, 10**9, 175 * 10**9):
+        assert kaplan_loss(n) == pytest.approx(math.exp(0.076 * (math.log(8.8e13) - math.log(n))), rel=1e-12)
+    assert kaplan_loss(8.8e13) == pytest.approx(1.0)  # N = N_c gives a loss of 1 nat
+    assert kaplan_loss(2 * 10**9) / kaplan_loss(10**9) == pytest.approx(2**-0.076)  # ~0.95 per doubling, as the page says
+    assert kaplan_loss(10**9) == pytest.approx(2.376, abs=1e-3)
+    with pytest.raises(ValueError, match="n_params must be between 1"):
+        kaplan_loss(0)
 
 
 # ---------------------------------------------------------------------------

@@ -209,6 +209,15 @@ def check_rope(root):
         assert float(e.get("data-y")) == pytest.approx(math.sin(m * theta), abs=1e-4)
 
 
+def check_scaling_law(root):
+    assert float(root.get("data-alpha-n")) == 0.076 and float(root.get("data-n-c")) == 8.8e13  # Kaplan et al. (2020), eq. 1.1
+    points = all_with(root, "data-loss")
+    assert [int(e.get("data-n")) for e in points] == [10**e for e in range(6, 13)]
+    for e in points:
+        assert float(e.get("data-loss")) == pytest.approx((8.8e13 / int(e.get("data-n"))) ** 0.076, abs=1e-4)
+    assert float(all_with(root, "data-doubling")[0].get("data-doubling")) == pytest.approx(0.9487, abs=1e-4)  # the page's ~0.95
+
+
 def check_compute_optimal(root):
     by_id = {p["id"]: p for p in size_presets()}
     points = all_with(root, "data-model")
@@ -293,6 +302,7 @@ NUMBERS = {
     "moe-routing": check_moe,
     "bpe-merges": check_bpe,
     "rope-rotation": check_rope,
+    "scaling-law": check_scaling_law,
     "compute-optimal": check_compute_optimal,
     "beam-tree": check_beam,
     "top-k-top-p": check_top_k_top_p,

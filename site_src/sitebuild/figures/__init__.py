@@ -34,6 +34,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "three-families": families.three_families,
     "bpe-merges": families.bpe_merges,
     "rope-rotation": families.rope_rotation,
+    "scaling-law": scaling.scaling_law,
     "compute-optimal": scaling.compute_optimal,
     "beam-tree": decoding.beam_tree,
     "top-k-top-p": decoding.top_k_top_p,

@@ -1,15 +1,17 @@
-"""The compute-optimal frontier: Chinchilla's tokens per parameter against real models (``demos.size``)."""
+"""Scaling figures from ``demos.size``: Kaplan's loss against parameters, and the compute-optimal frontier."""
 
 from __future__ import annotations
 
 import math
 
-from demos.size import chinchilla_tokens, presets, training_flops
+from demos.size import KAPLAN_ALPHA_N, KAPLAN_N_C, chinchilla_tokens, kaplan_loss, presets, training_flops
 from sitebuild.figures.svg import Svg
 
 N_RANGE, D_RANGE = (1e8, 1e12), (1e9, 1e13)
 BUDGETS = (1e20, 1e22, 1e24)
 MODELS = ("gpt3-175b", "gpt3-13b", "llama-7b", "llama-65b")
+LAW_N_RANGE, LAW_L_RANGE = (10**5.6, 10**12.5), (1.3, 4.6)  # axes a little wider than the marked decades
+LAW_DECADES = tuple(10**e for e in range(6, 13))
 
 
 def _sup(e: int) -> str:
@@ -75,3 +77,52 @@ def compute_optimal():
         "Along a dashed line the budget is fixed; Chinchilla's finding is where on it the loss is lowest."
     )
     return s.render("compute-optimal", alt), alt, caption
+
+
+def scaling_law():
+    """Kaplan et al.'s L(N) = (N_c / N)^α_N on log-log axes, one marked point per decade of N."""
+    s = Svg(360, 280)
+    x0, y0, w, h = 44, 24, 296, 206
+    lx = [math.log10(v) for v in LAW_N_RANGE]
+    ly = [math.log10(v) for v in LAW_L_RANGE]
+
+    def px(n):
+        return x0 + w * (math.log10(n) - lx[0]) / (lx[1] - lx[0])
+
+    def py(loss):
+        return y0 + h - h * (math.log10(loss) - ly[0]) / (ly[1] - ly[0])
+
+    s.add(f'<rect class="box" x="{x0}" y="{y0}" width="{w}" height="{h}"/>')
+    for e in range(math.ceil(lx[0]), math.floor(lx[1]) + 1):
+        s.text(px(10**e), y0 + h + 12, f"10{_sup(e)}", cls="label small")
+    for v in (1.5, 2, 3, 4):
+        s.line(x0, py(v), x0 + 4, py(v), cls="line thin")
+        s.text(x0 - 4, py(v), f"{v:g}", cls="label small", anchor="end")
+    s.text(x0 + w / 2, y0 + h + 28, "non-embedding parameters N", cls="label small bold")
+    s.text(4, 10, "test loss L (nats per token)", cls="label small bold", anchor="start")
+    ns = [10 ** (lx[0] + (lx[1] - lx[0]) * i / 48) for i in range(49)]
+    s.polyline([(px(n), py(kaplan_loss(round(n)))) for n in ns], cls="curve")
+    for n in LAW_DECADES:
+        loss = kaplan_loss(n)
+        s.circle(px(n), py(loss), 3.5, cls="box accent", data={"n": n, "loss": f"{loss:.4f}"})
+        s.text(px(n) + 4, py(loss) - 10, f"{loss:.2f}", cls="label small", anchor="start")
+    s.text(x0 + w - 6, y0 + 14, f"L = (N_c / N)^{KAPLAN_ALPHA_N:g}", cls="label small bold", anchor="end")
+    s.text(
+        x0 + w - 6,
+        y0 + 30,
+        f"N_c = {KAPLAN_N_C / 10 ** math.floor(math.log10(KAPLAN_N_C)):g}·10{_sup(math.floor(math.log10(KAPLAN_N_C)))}",
+        cls="label small",
+        anchor="end",
+    )
+    s.text(x0 + w - 6, y0 + 46, f"×2 N → ×{2**-KAPLAN_ALPHA_N:.3f} L", cls="label small", anchor="end", data={"doubling": f"{2**-KAPLAN_ALPHA_N:.4f}"})
+    first, last = kaplan_loss(LAW_DECADES[0]), kaplan_loss(LAW_DECADES[-1])
+    alt = (
+        f"A log-log plot of test loss against non-embedding parameters from 10^6 to 10^12: a straight falling line, the power law "
+        f"L = (N_c / N) to the power {KAPLAN_ALPHA_N:g}, with one point per factor of ten, from a loss of {first:.2f} nats at a million "
+        f"parameters to {last:.2f} at a trillion. Every doubling of N multiplies the loss by about {2**-KAPLAN_ALPHA_N:.2f}."
+    )
+    caption = (
+        f"Kaplan et al.'s 2020 fit of loss against model size (demos.size.kaplan_loss, α_N = {KAPLAN_ALPHA_N:g}, "
+        f"N_c = {KAPLAN_N_C / 1e13:g} × 10¹³ non-embedding parameters): on log axes a power law is a straight line."
+    )
+    return s.render("scaling-law", alt, {"alpha-n": f"{KAPLAN_ALPHA_N:g}", "n-c": f"{KAPLAN_N_C:.3e}"}), alt, caption
