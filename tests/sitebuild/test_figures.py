@@ -19,6 +19,7 @@ from mkdocs.exceptions import PluginError
 from demos.attention import scaled_dot_product_attention
 from demos.bpe import train_bpe
 from demos.decoding import beam_search
+from demos.embeddings import DENSE_VECTORS, WORDS
 from demos.flash import memory_traffic
 from demos.kv_cache import kv_cache_bytes
 from demos.kv_cache import presets as kv_presets
@@ -285,6 +286,21 @@ def check_autoregression_loop(root):
     assert ctx == [(t, t + 1), (t + 1, t + 2), (t + 2, t + 3)]
 
 
+def check_one_hot_vs_dense(root):
+    words = root.get("data-words").split()
+    assert words == ["king", "queen", "apple", "bread"]
+    hot = {e.get("data-word"): int(e.get("data-hot")) for e in all_with(root, "data-hot")}
+    assert hot == {w: WORDS.index(w) for w in words}
+    values = {(e.get("data-word"), e.get("data-dim")): float(e.get("data-value")) for e in all_with(root, "data-value")}
+    assert values == {(w, dim): v for w in words for dim, v in zip(("royalty", "gender", "age", "food", "person"), DENSE_VECTORS[w], strict=True)}
+    for e in all_with(root, "data-cos"):
+        a, b = (np.array(DENSE_VECTORS[w]) for w in e.get("data-pair").split())
+        want = 0.0 if e.get("data-kind") == "one-hot" else a @ b / np.linalg.norm(a) / np.linalg.norm(b)
+        assert float(e.get("data-cos")) == pytest.approx(want, abs=5e-3)
+    kinds = [(e.get("data-kind"), e.get("data-pair"), e.get("data-cos")) for e in all_with(root, "data-cos")]
+    assert [k[2] for k in kinds if k[0] == "dense"] == ["0.49", "0.05", "1.00"]  # king-queen near, king-apple far, apple-bread near
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
@@ -307,6 +323,7 @@ NUMBERS = {
     "beam-tree": check_beam,
     "top-k-top-p": check_top_k_top_p,
     "temperature": check_temperature,
+    "one-hot-vs-dense": check_one_hot_vs_dense,
 }
 DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families"}  # no numbers to check
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sitebuild.figures import attention, block, decoding, efficiency, families, pipeline, scaling
+from sitebuild.figures import attention, block, decoding, efficiency, families, pipeline, scaling, sections
 
 FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "gpt2-block": block.gpt2_block,
@@ -39,4 +39,5 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "beam-tree": decoding.beam_tree,
     "top-k-top-p": decoding.top_k_top_p,
     "temperature": decoding.temperature,
+    "one-hot-vs-dense": sections.one_hot_vs_dense,
 }

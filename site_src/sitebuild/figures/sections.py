@@ -1,0 +1,86 @@
+"""Figures of the foundations, prompting and model sections: one-hot against dense vectors,
+zero- to few-shot prompts, the context window and the export pipeline.
+
+Words and vectors come from ``demos.embeddings``, the window length from
+``model_export.gpt2.GPT2Config()``, the variant names and piece size from ``model_export``.
+"""
+
+from __future__ import annotations
+
+from demos.embeddings import DIMENSIONS, WORDS, compare_representations
+from sitebuild.figures.svg import Svg
+
+HOT_WORDS = ("king", "queen", "apple", "bread")
+HOT_PAIRS = ((0, 1), (0, 2), (2, 3))  # indices into HOT_WORDS: similar, unrelated, similar
+
+
+def one_hot_vs_dense():
+    """The same four words as one-hot rows (every pair at cosine 0) and as dense rows (similar words close)."""
+    r = compare_representations(list(HOT_WORDS))
+    V, d, n = len(WORDS), len(DIMENSIONS), len(HOT_WORDS)
+    hot, dense = r["one_hot"], r["dense"]
+    s = Svg(360, 250)
+    cell, gx, lx = 12, 58, 52
+    s.text(6, 10, f"one-hot: {V} numbers, a single 1", cls="label small bold", anchor="start", data={"v": V})
+    for i, w in enumerate(HOT_WORDS):
+        y = 22 + 16 * i
+        s.text(lx, y + 6, w, cls="label small", anchor="end")
+        row = hot["vectors"][i]
+        s.grid(
+            gx,
+            y,
+            1,
+            V,
+            cell,
+            lambda _r, c, row=row: "cell on" if row[c] else "cell off",
+            data_of=lambda _r, c, row=row, w=w: {"word": w, "hot": c} if row[c] else None,
+        )
+    cx = 226
+    s.text(cx, 10, "cosine", cls="label small bold", anchor="start")
+    for k, (a, b) in enumerate(HOT_PAIRS):
+        c = hot["matrix"][a][b]
+        s.text(
+            cx,
+            28 + 16 * k,
+            f"{HOT_WORDS[a]}–{HOT_WORDS[b]}: {c:.0f}",
+            cls="label small",
+            anchor="start",
+            data={"pair": f"{HOT_WORDS[a]} {HOT_WORDS[b]}", "kind": "one-hot", "cos": f"{c:.2f}"},
+        )
+    s.text(cx, 28 + 16 * 3, "all pairs alike", cls="label small dim", anchor="start")
+    y0 = 108
+    s.text(6, y0, f"dense: {d} numbers each", cls="label small bold", anchor="start", data={"d": d})
+    cw = 32
+    s.text(cx, y0, "cosine", cls="label small bold", anchor="start")
+    for j, dim in enumerate(DIMENSIONS):
+        s.text(gx + cw * j + cw / 2, y0 + 16, dim[:4] if len(dim) > 5 else dim, cls="label small dim")
+    for i, w in enumerate(HOT_WORDS):
+        y = y0 + 26 + 18 * i
+        s.text(lx, y + 8, w, cls="label small", anchor="end")
+        for j, v in enumerate(dense["vectors"][i]):
+            s.box(gx + cw * j, y, cw - 2, 16, cls="cell hi" if abs(v) >= 0.5 else "cell off", rx=1, data={"word": w, "dim": DIMENSIONS[j], "value": f"{v:.2f}"})
+            s.text(gx + cw * j + (cw - 2) / 2, y + 8, f"{v:.1f}".replace("-", "−"), cls="label small")
+    for k, (a, b) in enumerate(HOT_PAIRS):
+        c = dense["matrix"][a][b]
+        s.text(
+            cx,
+            y0 + 34 + 18 * k,
+            f"{HOT_WORDS[a]}–{HOT_WORDS[b]}: {c:.2f}",
+            cls="label small",
+            anchor="start",
+            data={"pair": f"{HOT_WORDS[a]} {HOT_WORDS[b]}", "kind": "dense", "cos": f"{c:.2f}"},
+        )
+    s.text(cx, y0 + 34 + 18 * 3, "related: higher", cls="label small dim", anchor="start")
+    yb = y0 + 26 + 18 * n + 18
+    s.text(180, yb, "shaded: the large entries (|value| ≥ 0.5)", cls="label small dim")
+    kq, ka, ab = (dense["matrix"][a][b] for a, b in HOT_PAIRS)
+    alt = (
+        f"The words {', '.join(HOT_WORDS)} twice. As one-hot rows each is {V} cells with a single filled cell, and the cosine of "
+        f"every pair is 0. As dense rows each is {d} numbers ({', '.join(DIMENSIONS)}); king and queen have cosine {kq:.2f}, "
+        f"apple and bread {ab:.2f}, but king and apple only {ka:.2f}."
+    )
+    caption = (
+        f"The toy vocabulary of the embeddings lab (demos.embeddings, {V} words, {d} hand-built dimensions): one-hot rows are "
+        "all equally far apart, dense rows put related words in similar directions."
+    )
+    return s.render("one-hot-vs-dense", alt, {"words": " ".join(HOT_WORDS)}), alt, caption
