@@ -40,4 +40,5 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "top-k-top-p": decoding.top_k_top_p,
     "temperature": decoding.temperature,
     "one-hot-vs-dense": sections.one_hot_vs_dense,
+    "zero-few-shot": sections.zero_few_shot,
 }

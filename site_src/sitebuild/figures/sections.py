@@ -84,3 +84,52 @@ def one_hot_vs_dense():
         "all equally far apart, dense rows put related words in similar directions."
     )
     return s.render("one-hot-vs-dense", alt, {"words": " ".join(HOT_WORDS)}), alt, caption
+
+
+SHOT_TASK = "Is each review positive or negative?"
+SHOT_EXAMPLES = (("A delight from start to end.", "positive"), ("Dull plot, wooden acting.", "negative"), ("The cast is superb.", "positive"))
+SHOT_QUERY = ("Too long, and never funny.", "negative")
+SHOTS = (("zero-shot", 0), ("one-shot", 1), ("few-shot", 3))
+
+
+def zero_few_shot():
+    """Three prompts for the same query with 0, 1 and 3 solved examples, and the model's continuation."""
+    rh, gap, head = 18, 4, 18
+    height = 8 + sum(head + (k + 2) * (rh + gap) + 8 for _, k in SHOTS) + 18
+    s = Svg(360, height)
+    x, w, cx = 58, 224, 296
+    y = 8
+
+    def row(y, text, cls, data=None):
+        s.box(x, y, w, rh, cls=cls, rx=2, data=data)
+        s.text(x + 6, y + rh / 2, text, cls="label small", anchor="start")
+
+    for name, k in SHOTS:
+        s.text(6, y + 8, f"{name}: {k} example{'s' if k != 1 else ''}", cls="label small bold", anchor="start", data={"prompt": name, "examples": k})
+        y += head
+        top = y
+        s.text(x - 6, y + rh / 2, "task", cls="label small dim", anchor="end")
+        row(y, SHOT_TASK, "box muted")
+        y += rh + gap
+        for i, (text, label) in enumerate(SHOT_EXAMPLES[:k]):
+            s.text(x - 6, y + rh / 2, "example" if i == 0 else "", cls="label small dim", anchor="end")
+            row(y, f"“{text}” → {label}", "box primary", {"example": i + 1})
+            y += rh + gap
+        s.text(x - 6, y + rh / 2, "query", cls="label small dim", anchor="end")
+        row(y, f"“{SHOT_QUERY[0]}” →", "box")
+        s.arrow(x + w + 2, y + rh / 2, cx - 2, y + rh / 2)
+        s.box(cx, y, 358 - cx, rh, SHOT_QUERY[1], cls="box accent", rx=2)
+        s.line(x + w + 6, top, x + w + 6, y + rh, cls="line thin")
+        y += rh + gap + 8
+    s.text(6, y + 6, "each stack is one prompt; the model adds the last word", cls="label small dim", anchor="start")
+    s.text(cx + (358 - cx) / 2, 16, "model", cls="label small bold")
+    alt = (
+        "Three prompts for the same review, stacked. Zero-shot: a task line and the query. One-shot: the task, one solved "
+        "review with its label, then the query. Few-shot: the task, three solved reviews, then the query. In each the model's "
+        "continuation, the word negative, follows the query; only the prompt changes, never the weights."
+    )
+    caption = (
+        "Zero-, one- and few-shot prompting of sentiment classification: the examples are part of the input text, and the "
+        "model conditions on them when it writes the answer."
+    )
+    return s.render("zero-few-shot", alt), alt, caption
