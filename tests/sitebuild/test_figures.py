@@ -301,6 +301,16 @@ def check_one_hot_vs_dense(root):
     assert [k[2] for k in kinds if k[0] == "dense"] == ["0.49", "0.05", "1.00"]  # king-queen near, king-apple far, apple-bread near
 
 
+def check_context_window(root):
+    n = SMALL.n_positions
+    assert int(root.get("data-n-positions")) == n == 1024
+    prompt = int(root.get("data-prompt"))
+    rows = [(int(e.get("data-total")), int(e.get("data-dropped")), int(e.get("data-kept"))) for e in all_with(root, "data-total")]
+    for total, dropped, kept in rows:
+        assert (dropped, kept) == (max(0, total - n), min(total, n)) and total > prompt
+    assert [d for _, d, _ in rows] == [0, 0, 476]  # fits, exactly full, then the oldest tokens fall out
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
@@ -324,6 +334,7 @@ NUMBERS = {
     "top-k-top-p": check_top_k_top_p,
     "temperature": check_temperature,
     "one-hot-vs-dense": check_one_hot_vs_dense,
+    "context-window": check_context_window,
 }
 DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families", "zero-few-shot"}  # no numbers to check
 

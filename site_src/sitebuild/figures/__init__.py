@@ -41,4 +41,5 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "temperature": decoding.temperature,
     "one-hot-vs-dense": sections.one_hot_vs_dense,
     "zero-few-shot": sections.zero_few_shot,
+    "context-window": sections.context_window,
 }

@@ -133,3 +133,61 @@ def zero_few_shot():
         "model conditions on them when it writes the answer."
     )
     return s.render("zero-few-shot", alt), alt, caption
+
+
+WINDOW_PROMPT = 700  # prompt tokens of the context-window figure
+WINDOW_GENERATED = (200, 324, 800)  # tokens generated at the three moments drawn
+
+
+def window_rows(n_positions: int, prompt: int = WINDOW_PROMPT, generated=WINDOW_GENERATED) -> list[dict]:
+    """For each moment, the tokens so far and how many of them fall outside an ``n_positions`` window (the oldest)."""
+    out = []
+    for g in generated:
+        total = prompt + g
+        dropped = max(0, total - n_positions)
+        out.append({"prompt": prompt, "generated": g, "total": total, "dropped": dropped, "kept": total - dropped})
+    return out
+
+
+def context_window():
+    """GPT-2's window of n_positions tokens over a growing text: it fits, it fills, then the oldest tokens fall out."""
+    from model_export.gpt2 import GPT2Config
+
+    n = GPT2Config().n_positions
+    rows = window_rows(n)
+    x0, span = 40, 300
+    scale = span / max(r["total"] for r in rows)
+    s = Svg(360, 34 + 62 * len(rows) + 30)
+    s.text(6, 10, f"GPT-2 sees at most n_positions = {n} tokens", cls="label small bold", anchor="start", data={"n-positions": n})
+    legend = (("box muted", "dropped"), ("box primary", "prompt"), ("cell on", "generated"))
+    for i, (cls, name) in enumerate(legend):
+        s.box(x0 + 96 * i, 20, 12, 10, cls=cls, rx=1)
+        s.text(x0 + 96 * i + 16, 25, name, cls="label small", anchor="start")
+    for i, r in enumerate(rows):
+        y = 44 + 62 * i
+        note = "all inside the window" if r["total"] < n else ("the window is full" if r["dropped"] == 0 else f"the oldest {r['dropped']} tokens are dropped")
+        s.text(6, y, f"{r['total']} tokens: {note}", cls="label small", anchor="start", data={"total": r["total"], "dropped": r["dropped"], "kept": r["kept"]})
+        by = y + 10
+        if r["dropped"]:
+            s.box(x0, by, r["dropped"] * scale, 18, cls="box muted", rx=1)
+        p_in = r["prompt"] - min(r["dropped"], r["prompt"])
+        s.box(x0 + r["dropped"] * scale, by, p_in * scale, 18, cls="box primary", rx=1)
+        s.box(x0 + r["prompt"] * scale, by, r["generated"] * scale, 18, cls="cell on", rx=1)
+        wx = x0 + r["dropped"] * scale
+        s.add(f'<rect class="tile" x="{wx:.1f}" y="{by - 4}" width="{n * scale:.1f}" height="26" rx="3"/>')
+        s.text(wx + 3, by + 33, f"window: last {r['kept']}" if r["dropped"] else f"window: {n} positions", cls="label small dim", anchor="start")
+        s.text(x0 - 4, by + 9, "0", cls="label small dim", anchor="end")
+    yb = 44 + 62 * len(rows) + 6
+    s.text(180, yb, "the window slides right as tokens are added", cls="label small dim")
+    last = rows[-1]
+    alt = (
+        f"Three bars for a text that grows from a {WINDOW_PROMPT}-token prompt as the model generates, with GPT-2's window of "
+        f"{n} positions drawn as a frame. At {rows[0]['total']} tokens everything fits; at {rows[1]['total']} the window is exactly "
+        f"full; at {last['total']} the frame has moved to the last {last['kept']} tokens and the first {last['dropped']}, the start "
+        "of the prompt, lie outside it and are no longer seen."
+    )
+    caption = (
+        f"A context window of {n} tokens (GPT-2's n_positions, from model_export.gpt2.GPT2Config). Prompt and answer share it; "
+        "once they outgrow it, a model that keeps only the newest tokens loses the start of the prompt."
+    )
+    return s.render("context-window", alt, {"n-positions": n, "prompt": WINDOW_PROMPT}), alt, caption
