@@ -27,6 +27,9 @@ from demos.moe import route
 from demos.sampling import next_token_distribution
 from demos.size import presets as size_presets
 from model_export.gpt2 import GPT2Config
+from model_export.layout import PIECE_BYTES
+from model_export.package import VARIANT_ORDER
+from model_export.quantize import VARIANTS
 from model_export.tables import PARITY_IDS
 from sitebuild import figure_hook
 from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling
@@ -311,6 +314,15 @@ def check_context_window(root):
     assert [d for _, d, _ in rows] == [0, 0, 476]  # fits, exactly full, then the oldest tokens fall out
 
 
+def check_export_pipeline(root):
+    assert root.get("data-variants").split() == [e.get("data-variant") for e in all_with(root, "data-variant")] == list(VARIANTS)
+    assert {"q4", "q8", "fp16", "q4x", "q8x"} == set(VARIANTS)
+    assert int(all_with(root, "data-piece-bytes")[0].get("data-piece-bytes")) == PIECE_BYTES == 40_000_000  # the page's 40 MB
+    orders = {e.get("data-backend"): tuple(e.get("data-order").split()) for e in all_with(root, "data-backend")}
+    assert orders == VARIANT_ORDER
+    assert [e.get("data-step") for e in all_with(root, "data-step")] == ["build", "validate", "report", "package", "site"]
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
@@ -335,6 +347,7 @@ NUMBERS = {
     "temperature": check_temperature,
     "one-hot-vs-dense": check_one_hot_vs_dense,
     "context-window": check_context_window,
+    "export-pipeline": check_export_pipeline,
 }
 DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families", "zero-few-shot"}  # no numbers to check
 

@@ -42,4 +42,5 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "one-hot-vs-dense": sections.one_hot_vs_dense,
     "zero-few-shot": sections.zero_few_shot,
     "context-window": sections.context_window,
+    "export-pipeline": sections.export_pipeline,
 }
