@@ -194,14 +194,16 @@ def context_window():
 
 
 def export_pipeline():
-    """model_export's steps: build fp32, quantize the variants, validate, report, package in pieces, serve."""
+    """model_export's steps: build fp32, quantize the variants, validate, tables, package in pieces, report, serve."""
     from model_export.layout import PIECE_BYTES
     from model_export.package import VARIANT_ORDER
     from model_export.quantize import VARIANTS
 
     names = list(VARIANTS)
+    # what the browser tries, per backend: the preference order, less what the exporter does not serve (fp32)
+    served = {backend: [v for v in order if v in VARIANTS] for backend, order in VARIANT_ORDER.items()}
     mb = PIECE_BYTES / 1e6
-    s = Svg(360, 372)
+    s = Svg(360, 420)
     x, w, lx = 72, 282, 6
     steps = []
 
@@ -219,30 +221,32 @@ def export_pipeline():
         s.box(x + i * (bw + 4), 56, bw, 40, v, sub=VARIANTS[v].dtype, cls="box accent", data={"variant": v})
     step(110, "3 validate")
     s.box(x, 110, w, 34, "against PyTorch", sub="HF → ours → fp32 → each variant", cls="box muted", data={"step": "validate"})
-    step(158, "4 report")
-    s.box(x, 158, w, 34, "tables", sub="errors, sizes, decoding speed", cls="box", data={"step": "report"})
+    step(158, "4 tables")
+    s.box(x, 158, w, 34, "tables/", sub="weight index + parity logits", cls="box", data={"step": "tables"})
     step(206, "5 package", 48)
     for i in range(4):
         s.box(x + i * 30, 206, 26, 30, cls="cell on", rx=2)
     s.text(x + 60, 246, f"pieces ≤ {mb:g} MB", cls="label small", data={"piece-bytes": PIECE_BYTES})
     s.box(x + 136, 206, w - 136, 48, "manifest.json", sub="size + SHA-256 per file", cls="box muted", data={"step": "package"})
-    y = 268
+    step(268, "6 report")
+    s.box(x, 268, w, 34, "report.json, report.md", sub="errors, sizes, decoding speed", cls="box", data={"step": "report"})
+    y = 316
     step(y, "site", 74)
     s.box(x, y, w, 74, cls="box primary", data={"step": "site"})
     s.text(x + 8, y + 12, "the browser checks each hash, then tries", cls="label small", anchor="start")
-    for i, (backend, order) in enumerate(VARIANT_ORDER.items()):
+    for i, (backend, order) in enumerate(served.items()):
         s.text(x + 8, y + 32 + 18 * i, f"{'WebGPU' if backend == 'webgpu' else 'WASM'}:", cls="label small bold", anchor="start")
         s.text(x + 72, y + 32 + 18 * i, " › ".join(order), cls="label small", anchor="start", data={"backend": backend, "order": " ".join(order)})
-    s.text(180, 360, "model-export's commands, top to bottom", cls="label small dim")
+    s.text(180, 408, "model-export's commands, top to bottom", cls="label small dim")
     alt = (
         f"A top-to-bottom flow of the exporter. Build writes the fp32 ONNX graph with a key/value cache; quantize derives "
-        f"{len(names)} variants ({', '.join(names)}); validate compares them with PyTorch; report writes the tables; package cuts "
-        f"the weights into pieces of at most {mb:g} MB listed with sizes and SHA-256 hashes in manifest.json; the site's browser "
-        f"checks each hash and tries the variants in order, on WebGPU {', '.join(VARIANT_ORDER['webgpu'])}, on WebAssembly "
-        f"{', '.join(VARIANT_ORDER['wasm'])}."
+        f"{len(names)} variants ({', '.join(names)}); validate compares them with PyTorch; tables writes the weight index and parity "
+        f"logits of the pipeline figures; package cuts the weights into pieces of at most {mb:g} MB listed with sizes and "
+        f"SHA-256 hashes in manifest.json; report measures decoding speed; the site's browser checks each hash and tries "
+        f"the variants in order, on WebGPU {', '.join(served['webgpu'])}, on WebAssembly {', '.join(served['wasm'])}."
     )
     caption = (
         f"The export pipeline (model_export): variant names from quantize.VARIANTS, the {mb:g} MB piece limit from "
-        "layout.PIECE_BYTES, the browser's order of preference from package.VARIANT_ORDER."
+        "layout.PIECE_BYTES, the browser's order of preference from package.VARIANT_ORDER (less fp32, which is not served)."
     )
     return s.render("export-pipeline", alt, {"variants": " ".join(names)}), alt, caption
