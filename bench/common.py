@@ -9,20 +9,12 @@ import statistics
 import subprocess
 from pathlib import Path
 
+from sitebuild.chromium import HEADLESS_ARGS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
-BROWSER_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-dev-shm-usage",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
+BROWSER_ARGS = HEADLESS_ARGS
 
 
 def spread(values) -> dict:

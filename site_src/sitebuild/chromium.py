@@ -16,6 +16,28 @@ from pathlib import Path
 
 SYSTEM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
+#: Flags for every headless Chromium the tests and benchmarks start: no background traffic.
+QUIET_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-dev-shm-usage",
+]
+
+
+def resolver_rule(*hosts: str) -> str:
+    """A flag that resolves no host but `hosts`: Chromium contacts Google hosts at start-up even
+    with QUIET_ARGS, and a test or benchmark must reach nothing but its own server."""
+    return "--host-resolver-rules=MAP * ~NOTFOUND" + "".join(f" , EXCLUDE {host}" for host in hosts)
+
+
+#: QUIET_ARGS with only 127.0.0.1 resolved: what the browser tests and the benchmarks pass.
+HEADLESS_ARGS = [*QUIET_ARGS, resolver_rule("127.0.0.1")]
+
 
 def playwright_chromium() -> str | None:
     """Path of Playwright's downloaded Chromium, if there is one."""

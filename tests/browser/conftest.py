@@ -11,21 +11,10 @@ import json
 import pytest
 
 from served import SITE, block_other_origins
-from sitebuild.chromium import find_chromium
+from sitebuild.chromium import HEADLESS_ARGS, find_chromium
 from sitebuild.serve import serve_in_thread
 
-BASE_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-dev-shm-usage",
-    # Chromium contacts Google hosts at start-up even with the flags above; resolve nothing but localhost.
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
+BASE_ARGS = HEADLESS_ARGS
 WEBGPU_ARGS = [
     "--enable-unsafe-webgpu",
     "--enable-features=Vulkan",

@@ -25,7 +25,7 @@ import pytest
 
 from demos import attention, bpe, rope, sampling
 from served import block_other_origins
-from sitebuild.chromium import find_chromium
+from sitebuild.chromium import QUIET_ARGS, find_chromium, resolver_rule
 from sitebuild.serve import make_server
 from widget_checks import TOL, assert_close, shown_attention
 
@@ -41,17 +41,7 @@ IFRAMES = {"rope": "tx-rope", "attention": "tx-attention", "generate": "tx-gener
 MODEL_JS = SITE / "assets" / "tx" / "runtime" / "model.js"  # as built into the site under test
 
 # conftest.py's arguments, with localhost resolved too (Chromium must reach no other host).
-BROWSER_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-dev-shm-usage",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1 , EXCLUDE localhost",
-]
+BROWSER_ARGS = [*QUIET_ARGS, resolver_rule("127.0.0.1", "localhost")]
 LOOP = "def causal_attention(q, k, v):\n    while True:\n        pass\n"
 
 
