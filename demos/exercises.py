@@ -176,7 +176,7 @@ def attention_weights(q, k):
         code="""\
 def layer_norm(x, gamma, beta):
     eps = 1e-5
-    # TODO: centre and scale each row
+    # your change: centre each row (subtract its mean), then divide by sqrt(variance + eps)
     return gamma * x + beta
 """,
         reference="""\
