@@ -8,23 +8,12 @@ a hint, a diagnosis and a function that draws its inputs from a seeded generator
 """
 
 import math
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-
-def _side(diff, keep):
-    """One side of a snippet's diff: the unmarked lines and those marked `keep` ("-" or "+")."""
-    kept = []
-    for line in textwrap.dedent(diff).splitlines():
-        mark = line[:1]
-        if mark not in ("", " ", "-", "+"):
-            raise ValueError(f"a diff line starts with ' ', '-' or '+', not {mark!r}: {line!r}")
-        if mark in ("", " ", keep):
-            kept.append(line[1:])
-    return textwrap.dedent("\n".join(kept)).strip() + "\n"
+from demos._sandbox import snippet_side
 
 
 @dataclass(frozen=True)
@@ -48,12 +37,12 @@ class Bug:
     @property
     def code(self) -> str:
         """The buggy snippet, as the reader first sees it."""
-        return _side(self.diff, "-")
+        return snippet_side(self.diff, "-")
 
     @property
     def reference(self) -> str:
         """The corrected snippet, same function."""
-        return _side(self.diff, "+")
+        return snippet_side(self.diff, "+")
 
 
 def _qkv(rng, T, d, batch=None):

@@ -12,6 +12,7 @@ The reader's exceptions (`Exception` and `SystemExit`) are caught and described,
 import contextlib
 import io
 import math
+import textwrap
 import traceback
 import warnings
 
@@ -111,6 +112,38 @@ def _compare(got, expected):
     return False, max_err, (f"max abs error {max_err:.3g}{at} (yours {got[worst]:.6g}, reference {expected[worst]:.6g})")
 
 
+def snippet_side(diff, keep):
+    """One side of a snippet written as a diff: the unmarked lines and those marked `keep`.
+
+    A snippet (a seeded bug, an exercise) is written once: lines marked `-` are only in the
+    code the reader is given, lines marked `+` only in the corrected code.
+    """
+    kept = []
+    for line in textwrap.dedent(diff).splitlines():
+        mark = line[:1]
+        if mark not in ("", " ", "-", "+"):
+            raise ValueError(f"a diff line starts with ' ', '-' or '+', not {mark!r}: {line!r}")
+        if mark in ("", " ", keep):
+            kept.append(line[1:])
+    return textwrap.dedent("\n".join(kept)).strip() + "\n"
+
+
+def check_code(code):
+    """Raise ValueError unless `code` is a string of at most `MAX_CODE_CHARS` characters."""
+    if not isinstance(code, str):
+        raise ValueError(f"code must be a string of Python source, got {type(code).__name__}.")
+    if len(code) > MAX_CODE_CHARS:
+        raise ValueError(f"code is too long ({len(code):,} characters; at most {MAX_CODE_CHARS:,}).")
+
+
+@contextlib.contextmanager
+def quiet(printed):
+    """Run the reader's code with its prints going to `printed` and NumPy's warnings silenced."""
+    with contextlib.redirect_stdout(printed), np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 def _run_cases(bug, fn, reference_fn):
     """Call `fn` and the reference on every seeded input; stop at the first failure."""
     worst = 0.0
@@ -156,13 +189,9 @@ def run(bug, code):
     Raises:
         ValueError: If `code` is not a string or is longer than `MAX_CODE_CHARS`.
     """
-    if not isinstance(code, str):
-        raise ValueError(f"code must be a string of Python source, got {type(code).__name__}.")
-    if len(code) > MAX_CODE_CHARS:
-        raise ValueError(f"code is too long ({len(code):,} characters; at most {MAX_CODE_CHARS:,}).")
+    check_code(code)
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed), np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with quiet(printed):
         try:
             fn = _load(code, bug)
             reference_fn = _reference_function(bug)

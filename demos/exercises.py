@@ -16,10 +16,8 @@ which inputs pass and which do not. `KeyboardInterrupt` is let through (that is 
 browser stops an endless loop); the reader's other exceptions are reported.
 """
 
-import contextlib
 import io
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,12 +37,20 @@ class Exercise:
     page: str  # the lab page it belongs to, e.g. "labs/attention.md"
     signature: str
     task: str
-    code: str  # what the reader starts from
-    reference: str
+    diff: str  # the code: "-" lines only in what the reader starts from, "+" lines only in the reference
     hint: str
     make_inputs: Callable  # rng -> dict of arguments, in the signature's order
     wrong: tuple = ()  # typical wrong answers (for the tests; never shown)
-    select: Callable | None = None
+
+    @property
+    def code(self) -> str:
+        """What the reader starts from."""
+        return _sandbox.snippet_side(self.diff, "-")
+
+    @property
+    def reference(self) -> str:
+        """A correct solution."""
+        return _sandbox.snippet_side(self.diff, "+")
 
     @property
     def function(self) -> str:
@@ -127,22 +133,16 @@ _EXERCISES = [
             "the future masked out (token i sees tokens 0…i), softmax over each row. "
             "The starting code forgets two of these steps."
         ),
-        code="""\
-def attention_weights(q, k):
-    scores = q @ k.T
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    w = np.exp(scores)
-    return w / w.sum(axis=-1, keepdims=True)
-""",
-        reference="""\
-def attention_weights(q, k):
-    T, d_k = q.shape
-    scores = q @ k.T / np.sqrt(d_k)
-    future = np.triu(np.ones((T, T), dtype=bool), k=1)
-    scores = np.where(future, -np.inf, scores)
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    w = np.exp(scores)
-    return w / w.sum(axis=-1, keepdims=True)
+        diff="""\
+ def attention_weights(q, k):
+-    scores = q @ k.T
++    T, d_k = q.shape
++    scores = q @ k.T / np.sqrt(d_k)
++    future = np.triu(np.ones((T, T), dtype=bool), k=1)
++    scores = np.where(future, -np.inf, scores)
+     scores = scores - scores.max(axis=-1, keepdims=True)
+     w = np.exp(scores)
+     return w / w.sum(axis=-1, keepdims=True)
 """,
         hint="np.triu(np.ones((T, T), dtype=bool), k=1) is True above the diagonal: the future.",
         make_inputs=_attention_inputs,
@@ -173,18 +173,14 @@ def attention_weights(q, k):
             "Normalise each row of x (one token's d features) to mean 0 and variance 1, with "
             "eps = 1e-5 inside the square root, then scale by gamma and shift by beta."
         ),
-        code="""\
-def layer_norm(x, gamma, beta):
-    eps = 1e-5
-    # your change: centre each row (subtract its mean), then divide by sqrt(variance + eps)
-    return gamma * x + beta
-""",
-        reference="""\
-def layer_norm(x, gamma, beta):
-    eps = 1e-5
-    mean = x.mean(axis=-1, keepdims=True)
-    var = x.var(axis=-1, keepdims=True)
-    return gamma * (x - mean) / np.sqrt(var + eps) + beta
+        diff="""\
+ def layer_norm(x, gamma, beta):
+     eps = 1e-5
+-    # your change: centre each row (subtract its mean), then divide by sqrt(variance + eps)
+-    return gamma * x + beta
++    mean = x.mean(axis=-1, keepdims=True)
++    var = x.var(axis=-1, keepdims=True)
++    return gamma * (x - mean) / np.sqrt(var + eps) + beta
 """,
         hint="Which axis holds one token's features? keepdims=True keeps the shapes broadcastable.",
         make_inputs=_layer_norm_inputs,
@@ -208,24 +204,20 @@ def layer_norm(x, gamma, beta):
             "(a, b), read left to right, is replaced by new_id. With pair (1, 1), the run "
             "1 1 1 becomes new_id 1: a merged pair cannot be reused."
         ),
-        code="""\
-def merge(ids, pair, new_id):
-    out = []
-    for i in range(len(ids)):
-        out.append(ids[i])
-    return out
-""",
-        reference="""\
-def merge(ids, pair, new_id):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
-            out.append(new_id)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
+        diff="""\
+ def merge(ids, pair, new_id):
+-    out = []
++    out, i = [], 0
+-    for i in range(len(ids)):
++    while i < len(ids):
++        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == tuple(pair):
++            out.append(new_id)
++            i += 2
++        else:
+-        out.append(ids[i])
++            out.append(ids[i])
++            i += 1
+     return out
 """,
         hint="Walk with a while loop: after a merge, skip both tokens of the pair.",
         make_inputs=_merge_inputs,
@@ -252,14 +244,11 @@ def merge(ids, pair, new_id):
             "the grammar permits. Return the distribution the guided sampler draws from: zero "
             "for every token not allowed, and still a probability distribution."
         ),
-        code="""\
-def guide(probs, allowed):
-    return probs
-""",
-        reference="""\
-def guide(probs, allowed):
-    kept = np.where(allowed, probs, 0.0)
-    return kept / kept.sum()
+        diff="""\
+ def guide(probs, allowed):
+-    return probs
++    kept = np.where(allowed, probs, 0.0)
++    return kept / kept.sum()
 """,
         hint="After zeroing the forbidden tokens, what do the remaining probabilities sum to?",
         make_inputs=_guided_inputs,
@@ -280,13 +269,10 @@ def guide(probs, allowed):
             "every token of the context, the keys and the values of its n_kv_head heads, "
             "d_head numbers each, at bytes_per_value bytes a number."
         ),
-        code="""\
-def kv_cache_bytes(n_layer, n_kv_head, d_head, context_length, bytes_per_value):
-    return n_layer * n_kv_head * d_head * bytes_per_value
-""",
-        reference="""\
-def kv_cache_bytes(n_layer, n_kv_head, d_head, context_length, bytes_per_value):
-    return 2 * n_layer * n_kv_head * d_head * context_length * bytes_per_value
+        diff="""\
+ def kv_cache_bytes(n_layer, n_kv_head, d_head, context_length, bytes_per_value):
+-    return n_layer * n_kv_head * d_head * bytes_per_value
++    return 2 * n_layer * n_kv_head * d_head * context_length * bytes_per_value
 """,
         hint="Two tensors are cached, not one, and each grows with the context.",
         make_inputs=_kv_inputs,
@@ -303,13 +289,10 @@ def kv_cache_bytes(n_layer, n_kv_head, d_head, context_length, bytes_per_value):
         page="labs/embeddings.md",
         signature="cosine(a, b)",
         task=("Return the cosine of the angle between vectors a and b: 1 for the same direction, 0 for orthogonal, -1 for opposite, whatever their lengths."),
-        code="""\
-def cosine(a, b):
-    return a @ b
-""",
-        reference="""\
-def cosine(a, b):
-    return a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+        diff="""\
+ def cosine(a, b):
+-    return a @ b
++    return a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
 """,
         hint="The dot product grows with the vectors' lengths; divide them out.",
         make_inputs=_cosine_inputs,
@@ -331,18 +314,15 @@ def cosine(a, b):
             "an MLP 4·d wide, every linear layer with a bias; a final LayerNorm; the output head "
             "tied to the token table. 12·n_layer·d² is only the rule of thumb."
         ),
-        code="""\
-def gpt2_parameters(n_layer, d_model, vocab_size, n_positions):
-    return 12 * n_layer * d_model ** 2
-""",
-        reference="""\
-def gpt2_parameters(n_layer, d_model, vocab_size, n_positions):
-    d = d_model
-    attention = 4 * (d * d + d)
-    mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)
-    norms = 2 * (2 * d)
-    embeddings = vocab_size * d + n_positions * d
-    return embeddings + n_layer * (attention + mlp + norms) + 2 * d
+        diff="""\
+ def gpt2_parameters(n_layer, d_model, vocab_size, n_positions):
+-    return 12 * n_layer * d_model ** 2
++    d = d_model
++    attention = 4 * (d * d + d)
++    mlp = (d * 4 * d + 4 * d) + (4 * d * d + d)
++    norms = 2 * (2 * d)
++    embeddings = vocab_size * d + n_positions * d
++    return embeddings + n_layer * (attention + mlp + norms) + 2 * d
 """,
         hint="Count one block (weights and biases) first, then add the embeddings and the final norm.",
         make_inputs=_gpt2_inputs,
@@ -364,17 +344,13 @@ def gpt2_parameters(n_layer, d_model, vocab_size, n_positions):
             "for each token, a softmax over its k highest-scoring experts only, and 0 for the "
             "others (each row sums to 1)."
         ),
-        code="""\
-def route(logits, k):
-    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-""",
-        reference="""\
-def route(logits, k):
-    kth = np.sort(logits, axis=-1)[:, -k][:, None]
-    kept = np.where(logits >= kth, logits, -np.inf)
-    e = np.exp(kept - kept.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+        diff="""\
+ def route(logits, k):
++    kth = np.sort(logits, axis=-1)[:, -k][:, None]
++    kept = np.where(logits >= kth, logits, -np.inf)
+-    e = np.exp(logits - logits.max(axis=-1, keepdims=True))
++    e = np.exp(kept - kept.max(axis=-1, keepdims=True))
+     return e / e.sum(axis=-1, keepdims=True)
 """,
         hint="Find each row's k-th largest logit; set the smaller ones to -inf before the softmax.",
         make_inputs=_router_inputs,
@@ -398,25 +374,16 @@ def route(logits, k):
             "and pair i, column 2i holds sin(p / 10000^(2i/d)) and column 2i+1 holds "
             "cos(p / 10000^(2i/d))."
         ),
-        code="""\
-def sinusoidal(n_positions, d_model):
-    p = np.arange(n_positions)[:, None]
-    i = np.arange(d_model // 2)[None, :]
-    angle = p / 10000 ** (2 * i / d_model)
-    table = np.zeros((n_positions, d_model))
-    table[:, 0::2] = np.sin(angle)
-    table[:, 1::2] = np.sin(angle)
-    return table
-""",
-        reference="""\
-def sinusoidal(n_positions, d_model):
-    p = np.arange(n_positions)[:, None]
-    i = np.arange(d_model // 2)[None, :]
-    angle = p / 10000 ** (2 * i / d_model)
-    table = np.zeros((n_positions, d_model))
-    table[:, 0::2] = np.sin(angle)
-    table[:, 1::2] = np.cos(angle)
-    return table
+        diff="""\
+ def sinusoidal(n_positions, d_model):
+     p = np.arange(n_positions)[:, None]
+     i = np.arange(d_model // 2)[None, :]
+     angle = p / 10000 ** (2 * i / d_model)
+     table = np.zeros((n_positions, d_model))
+     table[:, 0::2] = np.sin(angle)
+-    table[:, 1::2] = np.sin(angle)
++    table[:, 1::2] = np.cos(angle)
+     return table
 """,
         hint="Each pair is a point on a circle: one coordinate is a sine, the other a cosine.",
         make_inputs=_sinusoid_inputs,
@@ -442,15 +409,11 @@ def sinusoidal(n_positions, d_model):
             "Return softmax(x) for a vector of logits as large as ±2,000 (float64's exp overflows "
             "above about 709). The result must be the exact softmax, with no inf or nan."
         ),
-        code="""\
-def softmax(x):
-    e = np.exp(x)
-    return e / e.sum()
-""",
-        reference="""\
-def softmax(x):
-    e = np.exp(x - x.max())
-    return e / e.sum()
+        diff="""\
+ def softmax(x):
+-    e = np.exp(x)
++    e = np.exp(x - x.max())
+     return e / e.sum()
 """,
         hint="softmax(x) = softmax(x - c) for any constant c. Which c keeps every exponent ≤ 0?",
         make_inputs=_softmax_inputs,
@@ -571,14 +534,10 @@ def check(exercise_id: str, code: str) -> dict:
         True
     """
     e = _get(exercise_id)
-    if not isinstance(code, str):
-        raise ValueError(f"code must be a string of Python source, got {type(code).__name__}.")
-    if len(code) > _sandbox.MAX_CODE_CHARS:
-        raise ValueError(f"code is too long ({len(code):,} characters; at most {_sandbox.MAX_CODE_CHARS:,}).")
+    _sandbox.check_code(code)
     printed = io.StringIO()
     cases, error = [], None
-    with contextlib.redirect_stdout(printed), np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _sandbox.quiet(printed):
         try:
             fn = _sandbox._load(code, e)
         except _sandbox._UserCodeError as exc:
