@@ -17,9 +17,9 @@
  */
 import { callDemo, StoppedError } from "../runtime/python.js";
 import { InputError, parseNumber } from "./inputs.js";
+import { codeBoxKeys } from "./code-box.js";
 import { TxLab } from "./lab.js";
 
-const INDENT = "    ";
 const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
 
 const STYLE = `
@@ -54,19 +54,6 @@ const STYLE = `
         background: var(--tx-bg); padding: 0.4em 0.6em; border-radius: 4px; margin: 0.3em 0; }
 `;
 
-/** Indent or dedent the lines touched by the selection (Tab / Shift+Tab in the editor). */
-function indentSelection(textarea, dedent) {
-  const { value, selectionStart: start, selectionEnd: end } = textarea;
-  if (!dedent && start === end) {
-    textarea.setRangeText(INDENT, start, end, "end");
-    return;
-  }
-  const lineStart = value.lastIndexOf("\n", start - 1) + 1;
-  const lines = value.slice(lineStart, end).split("\n");
-  const text = lines.map((line) => (dedent ? line.replace(/^ {1,4}/, "") : INDENT + line)).join("\n");
-  textarea.setRangeText(text, lineStart, end, "select");
-}
-
 class TxExercise extends TxLab {
   template() {
     return `<style>${STYLE}</style>
@@ -94,7 +81,6 @@ class TxExercise extends TxLab {
 
   setup() {
     this.dataset.checks = "0";
-    this.escaped = false;
     this.notices = [];
     this.limit = 5;
     const limit = this.getAttribute("time-limit");
@@ -113,27 +99,17 @@ class TxExercise extends TxLab {
       delete this.dataset.result;
     });
     this.$('button[name="solution"]').addEventListener("click", () => this.showSolution());
-    this.$(".code").addEventListener("keydown", (e) => this.onKey(e));
+    this.$(".code").addEventListener("keydown", codeBoxKeys({ check: () => this.checkIfIdle() }));
+  }
+
+  /** Run the check, unless one is running (its button is disabled then). */
+  checkIfIdle() {
+    if (!this.$('button[name="check"]').disabled) this.check();
   }
 
   disconnectedCallback() {
     super.disconnectedCallback();
     this.stopper?.abort();
-  }
-
-  onKey(event) {
-    if (event.key === "Escape") {
-      this.escaped = true; // the next Tab moves focus instead of indenting
-      return;
-    }
-    if (event.key === "Tab" && !this.escaped && !event.ctrlKey && !event.altKey && !event.metaKey) {
-      event.preventDefault();
-      indentSelection(event.target, event.shiftKey);
-    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      event.preventDefault();
-      if (!this.$('button[name="check"]').disabled) this.check();
-    }
-    if (event.key !== "Shift") this.escaped = false;
   }
 
   /** The catalogue, then the exercise the attribute names (checks run on demand). */

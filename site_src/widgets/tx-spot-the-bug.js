@@ -20,9 +20,9 @@
 import { callDemo, interruptMode, StoppedError } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
 import { parseChoice, parseNumber, parseSelect } from "./inputs.js";
+import { codeBoxKeys } from "./code-box.js";
 import { TxLab } from "./lab.js";
 
-const INDENT = "    ";
 const LIMITS = [1, 2, 5, 10, 30];
 const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
 
@@ -53,24 +53,6 @@ const STYLE = `
         background: var(--tx-bg); padding: 0.4em 0.6em; border-radius: 4px; margin: 0.3em 0; }
   .answer h4 { margin: 0.6em 0 0.2em; font-size: 1em; }
 `;
-
-/** Indent or dedent the lines touched by the selection (Tab / Shift+Tab in the editor). */
-function indentSelection(textarea, dedent) {
-  const { value, selectionStart: start, selectionEnd: end } = textarea;
-  if (!dedent && start === end) {
-    textarea.setRangeText(INDENT, start, end, "end");
-    return;
-  }
-  const lineStart = value.lastIndexOf("\n", start - 1) + 1;
-  const block = value.slice(lineStart, end);
-  const lines = block.split("\n");
-  const changed = lines.map((line) => (dedent ? line.replace(/^ {1,4}/, "") : INDENT + line));
-  const text = changed.join("\n");
-  textarea.setRangeText(text, lineStart, end, "preserve");
-  const firstShift = changed[0].length - lines[0].length;
-  textarea.selectionStart = Math.max(lineStart, start + firstShift);
-  textarea.selectionEnd = lineStart + text.length;
-}
 
 class TxSpotTheBug extends TxLab {
   template() {
@@ -107,7 +89,6 @@ class TxSpotTheBug extends TxLab {
     this.dataset.interrupt = interruptMode();
     this.dataset.checks = "0";
     this.edits = new Map(); // bug id -> the reader's code, kept while switching snippets
-    this.escaped = false;
     this.attributeErrors = []; // shown once the catalogue is in
     let limit = 5;
     try {
@@ -132,29 +113,18 @@ class TxSpotTheBug extends TxLab {
       this.$(".code").focus();
     });
     const code = this.$(".code");
-    code.addEventListener("keydown", (e) => this.onKey(e));
+    code.addEventListener("keydown", codeBoxKeys({ check: () => this.checkIfIdle(), edited: (value) => this.edits.set(this.bug.id, value) }));
     code.addEventListener("input", () => this.edits.set(this.bug.id, code.value));
+  }
+
+  /** Run the check, unless one is running (its button is disabled then). */
+  checkIfIdle() {
+    if (!this.$('button[name="check"]').disabled) this.check();
   }
 
   disconnectedCallback() {
     super.disconnectedCallback();
     this.stopper?.abort();
-  }
-
-  onKey(event) {
-    if (event.key === "Escape") {
-      this.escaped = true; // the next Tab moves focus instead of indenting
-      return;
-    }
-    if (event.key === "Tab" && !this.escaped && !event.ctrlKey && !event.altKey && !event.metaKey) {
-      event.preventDefault();
-      indentSelection(event.target, event.shiftKey);
-      this.edits.set(this.bug.id, event.target.value);
-    } else if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      event.preventDefault();
-      if (!this.$('button[name="check"]').disabled) this.check();
-    }
-    if (event.key !== "Shift") this.escaped = false;
   }
 
   /** The catalogue of snippets, then the one the bug attribute names (no update loop: checks run on demand). */
