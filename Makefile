@@ -38,6 +38,7 @@ NPM_STAMP  := node_modules/.installed
 VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
 TABLES     := $(MODEL_DIR)/tables/index.json
+INSPECT    := $(MODEL_DIR)/.build/reference-inspect.onnx
 
 .PHONY: help serve test lint format site setup assets model browser pyodide-wheels clean check-budgets
 
@@ -87,13 +88,15 @@ $(VENDOR): site_src/sitebuild/assets.py package-lock.json | setup
 
 # Export, quantize, validate, write the pipeline figures' tables, package and report; a
 # failed validation leaves no manifest, so the site is not built from unchecked files and
-# the next run retries. A model exported before the tables stage existed gets just its
-# tables (the site build copies them, and stops without them).
-model: $(MANIFEST) $(TABLES)
+# the next run retries. A model exported before the tables or probes stage existed gets just
+# its tables (the site build copies them, and stops without them) or its inspect graphs.
+model: $(MANIFEST) $(TABLES) $(INSPECT)
 $(MANIFEST): $(wildcard model_export/*.py model_export/data/*) | setup
 	$(VENV)/bin/model-export all $(MODEL_FROM) --out $(MODEL_DIR) || { rm -f $(MANIFEST); exit 1; }
 $(TABLES): | $(MANIFEST)
 	$(VENV)/bin/model-export tables --out $(MODEL_DIR)
+$(INSPECT): | $(MANIFEST)
+	$(VENV)/bin/model-export probes --out $(MODEL_DIR)
 
 site: setup assets model
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(SITE_DIR)

@@ -5,15 +5,17 @@
     model-export quantize --out DIR [--variants q4x,q8x,q4,q8,fp16] [--piece-mb 40] [--inline-mb 5]
     model-export validate --out DIR [--variants ...] [--tol-hf X] [--tol-ort X] [--tol-tokens N] [--tol KEY=X ...]
     model-export tables   --out DIR
+    model-export probes   --out DIR
     model-export package  --out DIR
     model-export report   --out DIR [--runs 5] [--new-tokens 64] [--threads N] [--attention-cost]
 
-``all`` runs build, quantize, validate, tables, package and report into a temporary directory
+``all`` runs build, quantize, validate, tables, probes, package and report into a temporary directory
 beside DIR and then puts it in DIR's place, so DIR is never seen half written. The other commands
 work on DIR in place, one stage each (see ``pipeline``). ``tables`` writes ``DIR/tables/``, what
 the pipeline figures read (the weights' places in the q4x files, parity logits; see ``tables``),
 and lists it in ``manifest.json`` when there is one: it brings a build made before the stage
-existed up to date without exporting again. ``build`` and ``quantize`` remove ``tables/``, since
+existed up to date without exporting again; ``probes`` does the same for the inspect graphs
+(``probes``), which the "Looking inside the model" pages load. ``build`` and ``quantize`` remove ``tables/``, since
 they replace the files it was made from.
 
 Exit status:
@@ -164,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    every = commands.add_parser("all", help="build, quantize, validate, tables, package and report")
+    every = commands.add_parser("all", help="build, quantize, validate, tables, probes, package and report")
     _add_source(every)
     _add_quantize(every)
     _add_validate(every)
@@ -179,10 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_validate(validate)
     validate.add_argument("--variants", type=variant_list, help="variants to compare (default: those built)")
     tables = commands.add_parser("tables", help="write tables/ for the pipeline figures (weight index, parity logits)")
+    probes = commands.add_parser("probes", help="write each variant's inspect.onnx (its graph with probes, same weights)")
     package = commands.add_parser("package", help="write manifest.json")
     report = commands.add_parser("report", help="measure speed and write report.json and report.md")
     _add_report(report)
-    for command in (every, build, quantize, validate, tables, package, report):
+    for command in (every, build, quantize, validate, tables, probes, package, report):
         command.add_argument("--out", required=True, type=Path, help="build directory, e.g. build/models/tiny")
     return parser
 
@@ -292,6 +295,8 @@ def run_all(args) -> int:
         del loaded  # free the reference models: the tables stage loads the graphs' own weights
         with step("tables for the pipeline figures"):
             pipeline.run_tables(build, say)
+        with step("inspect graphs"):
+            pipeline.run_probes(build, say)
         with step("package"):
             pipeline.run_package(build, say)
         with step("report"):
@@ -354,6 +359,15 @@ def run_tables(args) -> int:
     return EXIT_OK
 
 
+def run_probes(args) -> int:
+    """``model-export probes``."""
+    from . import pipeline
+
+    with step("inspect graphs"):
+        pipeline.run_probes(BuildDir(args.out), say)
+    return EXIT_OK
+
+
 def run_package(args) -> int:
     """``model-export package``."""
     from . import pipeline
@@ -381,6 +395,7 @@ COMMANDS = {
     "quantize": run_quantize,
     "validate": run_validate,
     "tables": run_tables,
+    "probes": run_probes,
     "package": run_package,
     "report": run_report,
 }

@@ -44,26 +44,28 @@ def expand_targets(directory: str | Path) -> dict[str, bytes]:
     return compact.expand_targets(directory)
 
 
-def onnx_graph(directory: str | Path, cache: str | Path) -> Path:
+def onnx_graph(directory: str | Path, cache: str | Path, graph: str = GRAPH_FILE) -> Path:
     """A graph file onnxruntime-Python can open for the variant in ``directory``: its own
-    ``model.onnx``, or for a compact variant the graph its pieces expand to, written to
+    ``graph`` (``model.onnx``, or another graph on the same weights such as ``inspect.onnx``),
+    or for a compact variant that graph with the weights its pieces expand to, written to
     ``cache`` (see ``expand_to_file``)."""
     directory = Path(directory)
     if not (directory / INDEX_FILE).is_file():
-        return directory / GRAPH_FILE
-    return expand_to_file(directory, cache)
+        return directory / graph
+    return expand_to_file(directory, cache, graph)
 
 
-def expand_to_file(directory: str | Path, out: str | Path) -> Path:
+def expand_to_file(directory: str | Path, out: str | Path, graph: str = GRAPH_FILE) -> Path:
     """Writes the expanded model as one self-contained ``.onnx`` file (the "equivalent graph"
     that validation and the browser tests run in onnxruntime-Python).
 
-    The file is rewritten only when missing or older than the index.
+    The file is rewritten only when missing or older than the index or the graph.
     """
     directory, out = Path(directory), Path(out)
-    if out.is_file() and out.stat().st_mtime_ns >= (directory / INDEX_FILE).stat().st_mtime_ns:
+    newest = max((directory / INDEX_FILE).stat().st_mtime_ns, (directory / graph).stat().st_mtime_ns)
+    if out.is_file() and out.stat().st_mtime_ns >= newest:
         return out
-    proto = onnx.load(str(directory / GRAPH_FILE), load_external_data=False)
+    proto = onnx.load(str(directory / graph), load_external_data=False)
     targets = expand_targets(directory)
     for tensor in proto.graph.initializer:
         if tensor.data_location != onnx.TensorProto.EXTERNAL:

@@ -14,6 +14,8 @@ from onnx import numpy_helper
 
 MANIFEST = "manifest.json"
 GRAPH_FILE = "model.onnx"
+INSPECT_FILE = "inspect.onnx"  # the variant's graph with probes (probes.py), same weights
+INSPECT_REFERENCE = "reference-inspect.onnx"  # in BUILD_DIR: the fp32 reference with probes
 INDEX_FILE = "expand.json"  # compact variants (see compact.py): how to build the data pieces
 PACKED_PREFIX = "packed."
 

@@ -31,7 +31,19 @@ import onnx
 from onnx import external_data_helper, numpy_helper
 
 from .expand import index_problems
-from .layout import GRAPH_FILE, INDEX_FILE, INLINE_BYTES, MANIFEST, PACKED_PREFIX, PIECE_BYTES, SMALL_TENSOR_BYTES, external_locations, piece_name, tensor_bytes
+from .layout import (
+    GRAPH_FILE,
+    INDEX_FILE,
+    INLINE_BYTES,
+    INSPECT_FILE,
+    MANIFEST,
+    PACKED_PREFIX,
+    PIECE_BYTES,
+    SMALL_TENSOR_BYTES,
+    external_locations,
+    piece_name,
+    tensor_bytes,
+)
 from .tokenizer import sha256_file
 
 FORMAT = 2
@@ -187,7 +199,7 @@ def variant_entry(name: str, dtype: str, backends: list[str], outputs: list[str]
     """
     paths = variant_files(Path(root) / name)
     files = [file_entry(p, root, file_role(p)) for p in paths]
-    return {
+    entry = {
         "name": name,
         "dtype": dtype,
         "backends": list(backends),
@@ -196,6 +208,10 @@ def variant_entry(name: str, dtype: str, backends: list[str], outputs: list[str]
         "validation": validation or {},
         "bytes": sum(f["bytes"] for f in files),
     }
+    inspect = Path(root) / name / INSPECT_FILE
+    if inspect.is_file():  # the same weights with probes (probes.py): loaded instead of the graph
+        entry["inspect"] = file_entry(inspect, root, "graph")
+    return entry
 
 
 def versions() -> dict[str, str]:
@@ -334,8 +350,10 @@ def read_manifest(out_dir: str | Path) -> dict:
 
 
 def listed_files(manifest: dict) -> list[dict]:
-    """Every file entry of the manifest: all variants' files, then the tokenizer's and the tables'."""
-    return [f for v in manifest["variants"] for f in v["files"]] + list(manifest["tokenizer"].values()) + manifest.get("tables", [])
+    """Every file entry of the manifest: all variants' files (and inspect graphs), then the
+    tokenizer's and the tables'."""
+    files = [f for v in manifest["variants"] for f in v["files"] + ([v["inspect"]] if "inspect" in v else [])]
+    return files + list(manifest["tokenizer"].values()) + manifest.get("tables", [])
 
 
 def file_mismatches(out_dir: str | Path, manifest: dict) -> list[str]:

@@ -6,6 +6,8 @@
               variant with the fp32 graph
     tables    write ``tables/``, what the pipeline figures read: where each weight is in the q4x
               files, and parity logits of PyTorch and every graph (``tables.py``)
+    probes    write each variant's ``inspect.onnx``: its graph with the probes the "Looking
+              inside" pages use, on the same weights (``probes.py``)
     package   write ``manifest.json``: files, sizes, sha256, outputs, backends, metrics, tables
     report    measure CPU decoding speed and write ``report.json`` and ``report.md``
 
@@ -16,9 +18,11 @@ Layout of a build directory (everything but ``.build/`` is what the site serves)
     q4/model.onnx  q4/model.onnx.data.0 ...     (and q8/, fp16/)
     q4x/model.onnx  q4x/expand.json  q4x/packed.0 ...   (4-bit download, fp32 compute)
     q8x/model.onnx  q8x/expand.json   (int8 compute from the q4x pieces: no pieces of its own)
+    <variant>/inspect.onnx    the variant's graph with probes, on the same weights (not fp16)
     tables/index.json  tables/parity/*.f32      (the pipeline figures' weight index and parity logits)
     .build/reference.onnx     the fp32 graph, the reference for every comparison (not shipped)
     .build/q4x-expanded.onnx  q4x expanded as the browser expands it (validation, reports; also q8x)
+    .build/reference-inspect.onnx  the reference with probes (the interpretability parity tests)
     .build/record.json        what each stage did: provenance, times, validation rows, speeds
 
 The site build skips dot-directories, so the reference (500 MB for GPT-2 small) never reaches
@@ -39,6 +43,8 @@ from .layout import (
     GRAPH_FILE,
     INDEX_FILE,
     INLINE_BYTES,
+    INSPECT_FILE,
+    INSPECT_REFERENCE,
     MANIFEST,
     PIECE_BYTES,
     PROTOBUF_LIMIT,
@@ -96,6 +102,15 @@ class BuildDir:
         from .expand import onnx_graph
 
         return onnx_graph(self.variant_dir(name), self.work / expanded_name(name))
+
+    def inspect_graph(self, name: str) -> Path:
+        """Like ``runnable_graph``, for the variant's inspect graph (``probes.py``); ``reference``
+        names the fp32 reference's."""
+        from .expand import onnx_graph
+
+        if name == "reference":
+            return self.work / INSPECT_REFERENCE
+        return onnx_graph(self.variant_dir(name), self.work / expanded_name(f"{name}-inspect"), INSPECT_FILE)
 
     def built_variants(self) -> list[str]:
         """Variants present on disk, in manifest order."""
@@ -350,6 +365,39 @@ def run_tables(build: BuildDir, progress=print) -> list[Path]:
     if (build.root / MANIFEST).is_file():
         run_package(build, progress=lambda line: None)
     return files
+
+
+def run_probes(build: BuildDir, progress=print) -> dict[str, str]:
+    """Writes every variant's ``inspect.onnx`` (and the reference's) with ``probes.py``.
+
+    When ``manifest.json`` exists it is written again, listing the new files.
+
+    Returns:
+        Per variant, "written" or why it has no inspect graph.
+    """
+    from .probes import ProbeError, write_inspect_graph
+
+    record = build.record()
+    if not build.reference.is_file():
+        raise StageError(f"{build.reference} is missing; run `model-export build` first")
+    start = time.perf_counter()
+    done = {}
+    for name in ["reference", *build.built_variants()]:
+        try:
+            if name == "reference":
+                write_inspect_graph(build.reference, record["config"], build.work / INSPECT_REFERENCE)
+            else:
+                write_inspect_graph(build.variant_graph(name), record["config"])
+            done[name] = "written"
+        except ProbeError as err:
+            (build.variant_dir(name) / INSPECT_FILE).unlink(missing_ok=True)
+            done[name] = f"none: {err}"
+    seconds = time.perf_counter() - start
+    progress("inspect graphs: " + ", ".join(f"{n} {'ok' if v == 'written' else v}" for n, v in done.items()) + f" ({seconds:.1f} s)")
+    build.update_record(probes={"variants": done, "seconds": round(seconds, 1)})
+    if (build.root / MANIFEST).is_file():
+        run_package(build, progress=lambda line: None)
+    return done
 
 
 def run_package(build: BuildDir, progress=print) -> dict:
