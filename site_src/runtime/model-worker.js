@@ -7,6 +7,7 @@
  *   {id, type: "load", manifestUrl, backend: "webgpu"|"wasm", fallback: boolean,
  *    variant?, threads?, needs?, download?, tuning?, memory?: {check, deviceGB}}   (tuning.js, memory.js)
  *   {id, type: "forward", ids, attentions?, hiddenStates?, allPositions?}
+ *   {id, type: "inspect", ids, probes?, want, lastOnly?}   (a model loaded with needs ["inspect"])
  *   {id, type: "generate", ids, options}      (streams "token" messages, then answers)
  *   {type: "stop", target}                    (ends the generation with that id)
  * Messages out:
@@ -20,6 +21,8 @@
  * past_key_values.{i}.key/value of shape (1, n_head, past, head_dim); its outputs
  * logits and present.{i}.key/value (past + new positions), optionally attentions.{i}
  * and hidden_states.{i}. An empty past (past = 0) makes the same graph do the prefill.
+ * A model loaded with `needs: ["inspect"]` runs the variant's inspect graph instead: the same
+ * weights with the probes of model_export/probes.py (its extra inputs and outputs).
  */
 import { vendorURL } from "./paths.js";
 import { fetchVerified } from "./download.js";
@@ -27,7 +30,8 @@ import { isOutOfMemory, isRetryable, manifestMessage } from "./errors.js";
 import { memoryProblem } from "./memory.js";
 import { expandWeights } from "./expand.js";
 import { REQUANT_FORMAT, requantWeights } from "./requant.js";
-import { missingManifestField, rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS } from "./variants.js";
+import { missingManifestField, rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS, INSPECT } from "./variants.js";
+import { probeFeeds } from "./probe-feeds.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
 import { sessionOptions, withTuning } from "./tuning.js";
@@ -232,7 +236,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     const where = target === "webgpu" ? "WebGPU" : "WASM";
     const candidates = rankVariants(manifest, target, { variant: forced, shaderF16, needs });
     for (const candidate of candidates) {
-      const { graph, data, index, packed } = variantFiles(candidate);
+      const { graph, data, index, packed } = variantFiles(candidate, { inspect: needs.includes(INSPECT) });
       const listed = index ? [graph, index, ...packed] : [graph, ...data];
       fetched = await fetchVerified([...listed, ...tokenizerFiles], {
         baseUrl: manifestUrl,
@@ -286,6 +290,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     variant: variant.name,
     threads: backend === "wasm" ? threads : null,
     outputs: [...outputs],
+    inputs: new Set(session.inputNames || []),
     presentNames,
     kvOnGpu: backend === "webgpu",
   };
@@ -307,6 +312,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     crossOriginIsolated: self.crossOriginIsolated,
     shaderF16,
     config: manifest.config,
+    inspect: model.inputs.has("head_scale"),
     outputs: {
       attentions: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.attentions).length > 0,
       hiddenStates: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.hiddenStates).length > 0,
@@ -370,6 +376,7 @@ function checkPrompt(ids, config) {
 }
 
 const int64 = (values) => BigInt64Array.from(values, BigInt);
+const float32Tensor = (data, dims) => new ort.Tensor("float32", data, [1, ...dims]);
 
 /** Feeds for `ids` placed after `pastLength` cached positions. */
 function feedsFor(ids, pastLength, past) {
@@ -386,6 +393,8 @@ function feedsFor(ids, pastLength, past) {
     const input = name.replace("present.", "past_key_values.");
     feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [1, config.n_head, 0, headDim]);
   });
+  // an inspect graph's probes, neutral: it then computes what the variant's graph computes
+  if (model.inputs.has("head_scale")) Object.assign(feeds, probeFeeds(config, T, {}, float32Tensor));
   return feeds;
 }
 
@@ -546,13 +555,46 @@ async function generate({ id, ids, options = {} }) {
   };
 }
 
-const handlers = { load, forward, generate };
+/**
+ * One pass of the inspect graph over `ids` with the probes set (probe-feeds.js: name ->
+ * Float32Array in the probe's shape without the batch axis; the others neutral). Returns the `want` outputs by name as
+ * {data, dims} without the batch axis; with `lastOnly`, "logits" is the last position's row.
+ */
+async function inspect({ ids, probes = {}, want = [], lastOnly = false }) {
+  const { session, config, inputs, variant } = requireModel();
+  if (!inputs.has("head_scale")) {
+    throw tagged(`The ${variant} model was loaded without its inspect graph; load it with needs ["inspect"].`, "outputs");
+  }
+  checkPrompt(ids, config);
+  const names = want.length ? want : ["logits"];
+  const unknown = names.find((name) => !model.outputs.includes(name));
+  if (unknown) throw tagged(`The inspect graph has no output “${unknown}”.`, "input");
+  let feeds;
+  try {
+    feeds = { ...feedsFor(ids, 0, null), ...probeFeeds(config, ids.length, probes, float32Tensor) };
+  } catch (err) {
+    throw tagged(err.message, "input");
+  }
+  const out = await exclusive(() => session.run(feeds, names));
+  const result = { outputs: {} };
+  for (const name of names) {
+    if (name === "logits" && lastOnly) result.outputs.logits = { data: await lastRow(out.logits), dims: [1, config.vocab_size] };
+    else {
+      const { data, dims } = await takeTensor(out[name]);
+      result.outputs[name] = { data, dims: dims.slice(1) };
+    }
+  }
+  return result;
+}
+
+const handlers = { load, forward, generate, inspect };
 
 function transferables(result) {
   const buffers = [];
   const add = (array) => array && array.buffer && buffers.push(array.buffer);
   add(result.logits);
   for (const key of ["attentions", "hiddenStates"]) for (const t of result[key] || []) add(t.data);
+  for (const t of Object.values(result.outputs || {})) add(t.data);
   return [...new Set(buffers)];
 }
 

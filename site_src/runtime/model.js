@@ -158,7 +158,7 @@ class ModelHandle {
   constructor(channel, info, tokenizer, key) {
     this.channel = channel;
     /**
-     * {name, backend, variant, dtype, threads, config, outputs: {attentions, hiddenStates}, storage, notices, bytes, timings,
+     * {name, backend, variant, dtype, threads, config, inspect, outputs: {attentions, hiddenStates}, storage, notices, bytes, timings,
      * backendNote}: `backendNote` says why an "auto" load runs on WASM ("" otherwise)
      */
     this.info = info;
@@ -180,6 +180,20 @@ class ModelHandle {
    */
   forward(ids, { attentions = false, hiddenStates = false, allPositions = false } = {}) {
     return this.channel.call({ type: "forward", ids, attentions, hiddenStates, allPositions }).promise;
+  }
+
+  /**
+   * One pass of the inspect graph (a model loaded with `needs: ["inspect"]`; model_export/probes.py)
+   * over `ids`, with probes set: see probe-feeds.js for their names and shapes (batch axis left out).
+   * @param {number[]} ids token ids
+   * @param {{probes?: Object<string, Float32Array>, want?: string[], lastOnly?: boolean}} [options]
+   *   want: output names ("logits", "hidden_states.3", "head_outputs.0", "lens_logits", ...);
+   *   lastOnly: "logits" of the last position only
+   * @returns {Promise<Object<string, {data: Float32Array, dims: number[]}>>} the outputs by name,
+   *   without the batch axis
+   */
+  async inspect(ids, { probes = {}, want = ["logits"], lastOnly = false } = {}) {
+    return (await this.channel.call({ type: "inspect", ids, probes, want, lastOnly }).promise).outputs;
   }
 
   /** Logits over the vocabulary for the token after `ids` (Float32Array). */
@@ -344,7 +358,8 @@ export async function bestBackend() {
  * @param {"auto"|"webgpu"|"wasm"} [options.backend="auto"] auto: WebGPU when an adapter exists, else WASM
  * @param {string} [options.variant] force a variant ("fp32", "q8", "q4", ...); default: the best for the backend
  * @param {number} [options.threads] WASM threads (default min(4, cores); 1 without cross-origin isolation)
- * @param {("attentions"|"hiddenStates")[]} [options.needs] only variants with these outputs
+ * @param {("attentions"|"hiddenStates"|"inspect")[]} [options.needs] only variants with these outputs;
+ *   "inspect": load the variant's inspect graph (same weights, with probes) for `model.inspect`
  * @param {(p: {stage: string, message: string, loaded?: number, total?: number}) => void} [options.onProgress]
  * @param {(message: string) => void} [options.onNotice] remarks such as "kept in memory only"
  * @param {{stallNoticeMs?: number, stallTimeoutMs?: number, concurrency?: number, useCache?: boolean}} [options.download]

@@ -23,6 +23,24 @@
 /** Output-name prefixes of the optional graph outputs. */
 export const OPTIONAL_OUTPUTS = { attentions: "attentions.", hiddenStates: "hidden_states." };
 
+/**
+ * The `needs` entry that asks for a variant's inspect graph (model_export/probes.py: the same
+ * weights with probes, listed as the variant's `inspect` file), which the runtime then loads
+ * instead of its graph.
+ */
+export const INSPECT = "inspect";
+
+/** Whether a variant meets one need: an inspect graph, or outputs with that prefix. */
+function meets(manifest, variant, need) {
+  if (need === INSPECT) return Boolean(variant.inspect);
+  return variantOutputs(manifest, variant).some((n) => n.startsWith(OPTIONAL_OUTPUTS[need]));
+}
+
+/** The needs in words: "the probes of the inspect graph", "attentions outputs". */
+function needsInWords(needs) {
+  return needs.map((n) => (n === INSPECT ? "the probes the “Looking inside” widgets use (an inspect graph)" : `${n} outputs`)).join(" and ");
+}
+
 /** Output names of a variant: its own list, else the manifest's graph signature. */
 export function variantOutputs(manifest, variant) {
   if (Array.isArray(variant.outputs)) return variant.outputs.map((o) => (typeof o === "string" ? o : o.name));
@@ -40,25 +58,25 @@ export function outputsWithPrefix(names, prefix) {
  * first and falls back to the next when onnxruntime-web cannot create its session.
  * @param {object} manifest the parsed manifest.json
  * @param {"webgpu"|"wasm"} backend
- * @param {{variant?: string, shaderF16?: boolean, needs?: ("attentions"|"hiddenStates")[]}} [options]
+ * @param {{variant?: string, shaderF16?: boolean, needs?: ("attentions"|"hiddenStates"|"inspect")[]}} [options]
  *   `variant` forces a name (then the list has just that one); `needs` keeps only
- *   variants that have those outputs
+ *   variants that have those outputs (or, for "inspect", an inspect graph)
  * @returns {object[]} manifest variant entries
  */
 export function rankVariants(manifest, backend, { variant, shaderF16 = false, needs = [] } = {}) {
   const variants = manifest.variants || [];
-  const has = (v) => needs.every((need) => variantOutputs(manifest, v).some((n) => n.startsWith(OPTIONAL_OUTPUTS[need])));
+  const has = (v) => needs.every((need) => meets(manifest, v, need));
   const where = backend === "webgpu" ? "WebGPU" : "WASM";
   if (variant) {
     const found = variants.find((v) => v.name === variant);
     if (!found) throw new Error(`The model has no variant "${variant}"; it has ${variants.map((v) => v.name).join(", ")}.`);
     if (!found.backends.includes(backend)) throw new Error(`The ${variant} variant does not run on ${where}.`);
-    if (!has(found)) throw new Error(`The ${variant} variant lacks the outputs this widget needs (${needs.join(", ")}).`);
+    if (!has(found)) throw new Error(`The ${variant} variant lacks what this widget needs: ${needsInWords(needs)}. Choose another variant.`);
     return [found];
   }
   const usable = variants.filter((v) => v.backends.includes(backend) && has(v) && (backend !== "webgpu" || v.name !== "fp16" || shaderF16));
   if (usable.length === 0) {
-    const what = needs.length ? ` with ${needs.join(" and ")} outputs` : "";
+    const what = needs.length ? ` with ${needsInWords(needs)}` : "";
     throw new Error(`The model has no variant${what} for ${where}.`);
   }
   const order = [manifest.default_variants?.[backend], ...(manifest.variant_order?.[backend] || [])];
@@ -86,12 +104,16 @@ export function chooseVariant(manifest, backend, options = {}) {
  * name the graph's external-data entries use and what onnxruntime-web's `externalData`
  * option expects as `path`. A compact variant also returns its `index` file and its
  * `packed` files in order (else `index` is null and `packed` empty).
+ * With `inspect`, `graph` is the variant's inspect graph (same folder, same pieces).
+ * @param {object} variant the manifest's variant entry
+ * @param {{inspect?: boolean}} [options]
  * @returns {{graph: object, data: object[], index: object|null, packed: object[]}}
  */
-export function variantFiles(variant) {
+export function variantFiles(variant, { inspect = false } = {}) {
   const graphs = variant.files.filter((f) => (f.role || "graph") === "graph");
   if (graphs.length !== 1) throw new Error(`The ${variant.name} variant lists ${graphs.length} graph files; it needs exactly one.`);
-  const [graph] = graphs;
+  if (inspect && !isFileEntry(variant.inspect)) throw new Error(`The ${variant.name} variant has no inspect graph.`);
+  const graph = inspect ? variant.inspect : graphs[0];
   const folder = graph.path.includes("/") ? graph.path.slice(0, graph.path.lastIndexOf("/") + 1) : "";
   const data = variant.files
     .filter((f) => f.role === "data")
