@@ -313,6 +313,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     shaderF16,
     config: manifest.config,
     inspect: model.inputs.has("head_scale"),
+    randomWeights: manifest.random_weights === true,
     outputs: {
       attentions: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.attentions).length > 0,
       hiddenStates: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.hiddenStates).length > 0,

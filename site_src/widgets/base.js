@@ -56,11 +56,12 @@ export class TxElement extends HTMLElement {
   }
 
   /**
-   * Show what is happening; `loaded`/`total` (bytes or steps) draw a progress bar.
+   * Show what is happening; `loaded`/`total` (bytes, or counted in `unit`) draw a progress bar.
    * @param {string} message
-   * @param {{loaded?: number, total?: number}} [amount]
+   * @param {{loaded?: number, total?: number, unit?: string}} [amount] e.g. unit "runs":
+   *   "Ablating each head: 12 of 144 runs"
    */
-  showProgress(message, { loaded, total } = {}) {
+  showProgress(message, { loaded, total, unit } = {}) {
     this.dataset.state = "loading";
     const bar = this.$(".status progress");
     this.$(".status").classList.remove("error");
@@ -71,7 +72,7 @@ export class TxElement extends HTMLElement {
     if (total > 0) {
       bar.max = total;
       bar.value = loaded;
-      const amount = `${formatBytes(loaded)} of ${formatBytes(total)}`;
+      const amount = unit ? `${loaded} of ${total} ${unit}` : `${formatBytes(loaded)} of ${formatBytes(total)}`;
       // "Downloading the model: 1.2 MB of 3.7 MB"; "No data for 6 s — still waiting… (0 B of 3.7 MB)"
       this.$(".status-text").textContent = message.endsWith("…") ? `${message} (${amount})` : `${message}: ${amount}`;
     }

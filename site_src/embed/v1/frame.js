@@ -3,7 +3,9 @@
  *
  * The widget is `<html data-widget>`; every query parameter except `theme` becomes one of
  * its attributes (`embed/sampling/?temperature=0.7&top-k=5`; a boolean attribute such as
- * `causal` is on when the parameter is present, `?causal`). `theme=light|dark|auto`
+ * `causal` is on when the parameter is present, `?causal`). A parameter may also carry the
+ * widget's prefix, as the book's pages write them into the address (widgets/url-state.js:
+ * `?logit-lens.prompt=...`), so a book page's query works here unchanged. `theme=light|dark|auto`
  * picks the colours (auto follows the reader's system setting). A parameter the widget
  * does not know is reported above it, so a typo does not go unnoticed.
  *
@@ -30,7 +32,9 @@ export function widgetFromParams(tag, params) {
   const known = new Map(entry.attributes.map((a) => [a.name, a]));
   const element = document.createElement(tag);
   const unknown = [];
-  for (const [name, value] of params) {
+  const prefix = `${tag.replace(/^tx-/, "")}.`;
+  for (const [given, value] of params) {
+    const name = given.startsWith(prefix) ? given.slice(prefix.length) : given;
     if (RESERVED.includes(name)) continue;
     if (!known.has(name)) {
       unknown.push(name);
