@@ -165,6 +165,7 @@ export class TxInspect extends TxElement {
     const generation = this.generation;
     const model = this.model;
     if (!model) return this.refresh();
+    this.showProgress(`${label}…`); // at once: the first run's progress comes after its first pass
     try {
       const started = performance.now();
       const result = await this.steps(label, (options) => compute(model, options));

@@ -8,19 +8,14 @@ with the hooks on those weights; the WASM default (q8x, int8) within its validat
 from __future__ import annotations
 
 import base64
-import functools
 
 import numpy as np
 import pytest
-import torch
 
-from faults import manifest, model_dir, serve_patched_manifest
+from faults import manifest, serve_patched_manifest
+from inspect_reference import hooked
 from model_export import interpret
-from model_export.gpt2 import GPT2, GPT2Config
-from model_export.pipeline import BuildDir
-from model_export.tables import read_weights
 from model_export.validate import Tolerances
-from served import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -69,18 +64,6 @@ RUN_ALL = """async ([options, ids, corrupted, good, bad]) => {
 
 def floats(encoded: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(encoded), dtype=np.float32).astype(np.float64)
-
-
-@functools.cache
-def hooked(variant: str) -> GPT2:
-    """Our PyTorch module with the weights the variant computes with (q4x: dequantized)."""
-    cfg = manifest()["config"]
-    build = BuildDir(ROOT / "build" / "models" / model_dir().name)  # the export's own directory, with .build/
-    source = build.runnable_graph("q4x") if variant == "q4x" else build.reference
-    model = GPT2(GPT2Config(**cfg))
-    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in read_weights(source, cfg["n_layer"]).state_dict().items()}
-    model.load_state_dict(state)
-    return model
 
 
 def check_all(got, exact: bool):
