@@ -21,7 +21,7 @@ export function gridHTML({ name, caption, rows, cols, rowLabel, colLabel, cell, 
   const body = Array.from({ length: rows }, (_, r) => {
     const cells = Array.from({ length: cols }, (_, c) => {
       const { value, shade, html, title, id } = cell(r, c);
-      return `<td data-r="${r}" data-c="${c}" data-value="${value}"${id === undefined ? "" : ` data-id="${id}"`} style="background:${divergingColour(shade)}"><button type="button" title="${escapeHtml(title)}" aria-label="${escapeHtml(title)}">${html}</button></td>`;
+      return `<td data-r="${r}" data-c="${c}" data-value="${value}"${id === undefined ? "" : ` data-id="${id}"`} style="background:${divergingColour(shade)}"><button type="button" title="${escapeHtml(title)}">${html}</button></td>`;
     }).join("");
     return `<tr><th scope="row">${escapeHtml(rowLabel(r))}</th>${cells}</tr>`;
   }).join("");

@@ -25,7 +25,7 @@ export const INSPECT_CSS = `<style>
   table.grid td button { all: unset; box-sizing: border-box; display: block; cursor: pointer; min-width: 2.2em; padding: 0.2em 0.25em; color: #111; }
   table.grid td button:focus-visible { outline: 2px solid var(--tx-accent); outline-offset: -2px; }
   table.grid td.picked { outline: 2px solid var(--tx-accent); outline-offset: -2px; }
-  .cell-token { display: block; max-width: 5.5em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+  .cell-token { display: block; white-space: nowrap; }
   .cell-value { display: block; font-size: 0.85em; opacity: 0.8; }
   .grid-figure, .pl-fig { margin: 0.5em 0; }
   .pl-fig figcaption { font-size: 0.8em; opacity: 0.85; }

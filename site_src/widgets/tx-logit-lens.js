@@ -13,12 +13,13 @@
  *   variant   a weight variant of the model; default: the best for the backend
  */
 import { argmax, logitLens, rankOf, topProbs } from "../runtime/interpret.js";
-import { formatProb } from "./base.js";
+import { escapeHtml, formatProb } from "./base.js";
 import { gridHTML, onCellPick } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
 
 const MAX_TOKENS = 32;
 const TOP = 10;
+const CELL_CHARS = 8; // a cell shows this much of its token
 
 /** Row label of lens row l: the embeddings, then the output of each block. */
 const layerName = (l) => (l === 0 ? "embeddings" : `after block ${l - 1}`);
@@ -116,7 +117,8 @@ class TxLogitLens extends TxInspect {
       colLabel: (t) => this.pieceText(model, this.ids[t]),
       cell: (l, t) => {
         const { id, prob } = this.cells[l * T + t];
-        const piece = this.piece(model, id);
+        const text = this.pieceText(model, id);
+        const piece = escapeHtml(text.length > CELL_CHARS ? `${text.slice(0, CELL_CHARS - 1)}…` : text); // the title has it whole
         return {
           value: prob,
           id,
