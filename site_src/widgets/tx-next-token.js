@@ -8,12 +8,15 @@
  *   model     a model name under models/ (default: the site's default model)
  *   variant   a weight variant of the model ("q4", "q8", ...); default: the best for the backend
  *
+ * The prompt and backend are kept in the page address (url-state.js), so a link reproduces them.
+ *
  * A download that fails (missing, truncated or corrupted file, stalled server) shows
  * its message and a Retry button; files already checked come from Cache Storage.
  */
 import { loadModel } from "../runtime/model.js";
 import { topK } from "../runtime/probs.js";
 import { TxElement, escapeHtml, formatProb } from "./base.js";
+import { readState, writeState } from "./url-state.js";
 
 const TOP = 10;
 
@@ -41,16 +44,24 @@ class TxNextToken extends TxElement {
   }
 
   mount() {
+    readState(this, ["prompt", "backend"]); // a shared link's prompt (url-state.js)
     const text = this.$("textarea");
     text.value = this.getAttribute("prompt") ?? "The Transformer is a";
     const select = this.$("select");
     select.value = this.getAttribute("backend") ?? "auto";
+    const save = () => writeState(this, { prompt: text.value, backend: select.value === "auto" ? null : select.value });
     let timer = null;
     text.addEventListener("input", () => {
       clearTimeout(timer);
-      timer = setTimeout(() => this.update(), 250);
+      timer = setTimeout(() => {
+        save();
+        this.update();
+      }, 250);
     });
-    select.addEventListener("change", () => this.update());
+    select.addEventListener("change", () => {
+      save();
+      this.update();
+    });
     this.generation = 0;
     this.onProgress = (event) => {
       if (this.dataset.state !== "ready") this.showProgress(event.message, event);

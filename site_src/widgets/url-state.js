@@ -7,9 +7,14 @@
  * its tag without "tx-" (two widgets of one kind on a page need ids). `readState` overrides the
  * element's attributes with the address's values when the widget starts; `writeState` puts the
  * current values back (history.replaceState: no new history entry, the other widgets' kept).
- * The embed pages (embed/v1/frame.js) take the same parameters, prefixed or not.
+ * The embed pages (embed/v1/frame.js) take the same parameters, prefixed or not. On a course
+ * page of another origin that imported the widgets, the address is the course's: the widgets
+ * read it but never write to it.
  * @module widgets/url-state
  */
+
+/** Whether the page is one of this site's (whose address the widgets may keep their inputs in). */
+const ownPage = () => globalThis.location?.origin === new URL(import.meta.url).origin;
 
 /** The prefix of an element's parameters: its id, else its tag without "tx-". */
 export function stateKey(element) {
@@ -36,7 +41,7 @@ export function readState(element, names) {
  * @param {Object<string, string|number|null>} values
  */
 export function writeState(element, values) {
-  if (!globalThis.history?.replaceState) return;
+  if (!globalThis.history?.replaceState || !ownPage()) return;
   const url = new URL(location.href);
   const key = stateKey(element);
   for (const [name, value] of Object.entries(values)) {
