@@ -312,6 +312,16 @@ def test_next_token_by_script_tag_matches_the_site(course, site_page):
     assert [p for _, p in embedded] == pytest.approx([p for _, p in expected], abs=1e-6)
 
 
+def test_widgets_never_write_into_the_course_pages_address(course):
+    """On the site a widget keeps its inputs in the address (url-state.js); a course page's is its own."""
+    page, _ = course
+    before = page.url
+    widget = wait_widget(page, "#next-token", "el.shadowRoot.querySelectorAll('tbody tr').length > 0")
+    widget.locator("textarea").fill("The course goes on")
+    page.wait_for_timeout(800)  # the widget saves its state 250 ms after typing
+    assert page.url == before
+
+
 # ---------------------------------------------------------------- by iframe
 
 

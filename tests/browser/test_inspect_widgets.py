@@ -227,3 +227,14 @@ def test_the_address_keeps_the_inputs_on_the_book_page(page):
     settle(e, "tx-logit-lens")
     assert e.locator("tx-logit-lens textarea").input_value() == "Shared links reproduce"
     assert e.locator("[role=alert]").count() == 0  # no "unknown parameter" note
+
+
+def test_next_token_keeps_its_prompt_in_the_address(page):
+    p = page.goto("")
+    state, status = settle(p, "tx-next-token")
+    assert state == "ready", status
+    p.locator("tx-next-token textarea").fill("A shared start")
+    p.wait_for_function("() => location.search.includes('next-token.prompt=A+shared+start')", timeout=10_000)
+    p.goto(p.url)
+    settle(p, "tx-next-token")
+    assert p.locator("tx-next-token textarea").input_value() == "A shared start"
