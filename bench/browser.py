@@ -265,7 +265,7 @@ def serve_dir(site: Path, model_dir: Path, manifest: dict, work: Path, local: se
     )
     served = root / "models" / manifest["name"]
     for variant in manifest["variants"]:
-        for f in variant["files"]:
+        for f in variant["files"] + ([variant["inspect"]] if variant.get("inspect") else []):  # and its inspect graph
             src = (work if variant["name"] in local else model_dir) / f["path"]
             dst = served / f["path"]
             dst.parent.mkdir(parents=True, exist_ok=True)
