@@ -100,11 +100,17 @@ def test_all_writes_the_site_files_and_keeps_the_reference_private(build_dir):
         "q4x/model.onnx",
         "q4x/expand.json",
         "q4x/packed.0",
+        "q4x/inspect.onnx",
+        "q8x/inspect.onnx",
+        "q4/inspect.onnx",
+        "q8/inspect.onnx",
         "tables/index.json",
         "tables/parity/torch.f32",
         "tables/parity/ort-fp32.f32",
     } <= shipped
-    assert {p.name for p in (build_dir / ".build").iterdir()} == {"reference.onnx", "record.json", "q4x-expanded.onnx", "q8x-expanded.onnx"}
+    assert "fp16/inspect.onnx" not in shipped  # fp16's graph has no MatMul reading the attention probabilities
+    private = {p.name for p in (build_dir / ".build").iterdir()}
+    assert private == {"reference.onnx", "reference-inspect.onnx", "record.json", "q4x-expanded.onnx", "q8x-expanded.onnx"}
     not_logits = [name for name in shipped if not name.startswith("tables/parity/")]  # fp32's logits are served, not its graph
     assert not any("fp32" in name or name.endswith(".tmp") for name in not_logits)
     assert not list(build_dir.parent.glob(".tiny.*")), "the staging directory was not cleaned up"
@@ -136,7 +142,11 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         "q8x": ("int8", ["wasm"]),
     }
     for variant in manifest["variants"]:
-        assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes"}
+        optional = {"inspect"} if variant["name"] != "fp16" else set()  # probes.py: the graph with probes, beside it
+        assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes"} | optional
+        if optional:
+            assert variant["inspect"]["path"] == f"{variant['name']}/inspect.onnx" and variant["inspect"]["role"] == "graph"
+            assert variant["bytes"] == sum(f["bytes"] for f in variant["files"])  # the download size of the plain graph's load
         assert (variant["dtype"], variant["backends"]) == expected[variant["name"]]
         graphs = [f for f in variant["files"] if f["role"] == "graph"]
         pieces = [f for f in variant["files"] if f["role"] == "data"]
