@@ -320,7 +320,7 @@ def check_export_pipeline(root):
     assert int(all_with(root, "data-piece-bytes")[0].get("data-piece-bytes")) == PIECE_BYTES == 40_000_000  # the page's 40 MB
     orders = {e.get("data-backend"): tuple(e.get("data-order").split()) for e in all_with(root, "data-backend")}
     assert orders == {backend: tuple(v for v in order if v != "fp32") for backend, order in VARIANT_ORDER.items()}  # fp32 is not served
-    assert [e.get("data-step") for e in all_with(root, "data-step")] == ["build", "validate", "tables", "package", "report", "site"]
+    assert [e.get("data-step") for e in all_with(root, "data-step")] == ["build", "validate", "tables", "probes", "package", "report", "site"]
 
 
 NUMBERS = {

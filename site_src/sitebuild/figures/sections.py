@@ -194,7 +194,7 @@ def context_window():
 
 
 def export_pipeline():
-    """model_export's steps: build fp32, quantize the variants, validate, tables, package in pieces, report, serve."""
+    """model_export's steps: build fp32, quantize the variants, validate, tables, probes, package in pieces, report, serve."""
     from model_export.layout import PIECE_BYTES
     from model_export.package import VARIANT_ORDER
     from model_export.quantize import VARIANTS
@@ -203,7 +203,7 @@ def export_pipeline():
     # what the browser tries, per backend: the preference order, less what the exporter does not serve (fp32)
     served = {backend: [v for v in order if v in VARIANTS] for backend, order in VARIANT_ORDER.items()}
     mb = PIECE_BYTES / 1e6
-    s = Svg(360, 420)
+    s = Svg(360, 468)
     x, w, lx = 72, 282, 6
     steps = []
 
@@ -223,25 +223,28 @@ def export_pipeline():
     s.box(x, 110, w, 34, "against PyTorch", sub="HF → ours → fp32 → each variant", cls="box muted", data={"step": "validate"})
     step(158, "4 tables")
     s.box(x, 158, w, 34, "tables/", sub="weight index + parity logits", cls="box", data={"step": "tables"})
-    step(206, "5 package", 48)
+    step(206, "5 probes")
+    s.box(x, 206, w, 34, "inspect.onnx per variant", sub="same weights + probes, for “Looking inside”", cls="box", data={"step": "probes"})
+    step(254, "6 package", 48)
     for i in range(4):
-        s.box(x + i * 30, 206, 26, 30, cls="cell on", rx=2)
-    s.text(x + 60, 246, f"pieces ≤ {mb:g} MB", cls="label small", data={"piece-bytes": PIECE_BYTES})
-    s.box(x + 136, 206, w - 136, 48, "manifest.json", sub="size + SHA-256 per file", cls="box muted", data={"step": "package"})
-    step(268, "6 report")
-    s.box(x, 268, w, 34, "report.json, report.md", sub="errors, sizes, decoding speed", cls="box", data={"step": "report"})
-    y = 316
+        s.box(x + i * 30, 254, 26, 30, cls="cell on", rx=2)
+    s.text(x + 60, 294, f"pieces ≤ {mb:g} MB", cls="label small", data={"piece-bytes": PIECE_BYTES})
+    s.box(x + 136, 254, w - 136, 48, "manifest.json", sub="size + SHA-256 per file", cls="box muted", data={"step": "package"})
+    step(316, "7 report")
+    s.box(x, 316, w, 34, "report.json, report.md", sub="errors, sizes, decoding speed", cls="box", data={"step": "report"})
+    y = 364
     step(y, "site", 74)
     s.box(x, y, w, 74, cls="box primary", data={"step": "site"})
     s.text(x + 8, y + 12, "the browser checks each hash, then tries", cls="label small", anchor="start")
     for i, (backend, order) in enumerate(served.items()):
         s.text(x + 8, y + 32 + 18 * i, f"{'WebGPU' if backend == 'webgpu' else 'WASM'}:", cls="label small bold", anchor="start")
         s.text(x + 72, y + 32 + 18 * i, " › ".join(order), cls="label small", anchor="start", data={"backend": backend, "order": " ".join(order)})
-    s.text(180, 408, "model-export's commands, top to bottom", cls="label small dim")
+    s.text(180, 456, "model-export's commands, top to bottom", cls="label small dim")
     alt = (
         f"A top-to-bottom flow of the exporter. Build writes the fp32 ONNX graph with a key/value cache; quantize derives "
         f"{len(names)} variants ({', '.join(names)}); validate compares them with PyTorch; tables writes the weight index and parity "
-        f"logits of the pipeline figures; package cuts the weights into pieces of at most {mb:g} MB listed with sizes and "
+        f"logits of the pipeline figures; probes writes each variant's graph again with the probes the “Looking inside” "
+        f"pages use, on the same weights; package cuts the weights into pieces of at most {mb:g} MB listed with sizes and "
         f"SHA-256 hashes in manifest.json; report measures decoding speed; the site's browser checks each hash and tries "
         f"the variants in order, on WebGPU {', '.join(served['webgpu'])}, on WebAssembly {', '.join(served['wasm'])}."
     )
