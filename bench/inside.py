@@ -34,11 +34,11 @@ and their order flips from round to round, the variants' order rotates. Every qu
 measured once per round (``--repeat``, default 3; the short ones ``--runs`` times, median); the
 ``summary`` gives, per variant, medians with their spread (min, max) over the rounds and
 pass/fail against the targets in ``setup.targets``. The JSON, with the commit, versions and
-machine load, replaces ``bench/results/inspect.json`` (or ``--out``).
+machine load, replaces ``bench/results/inside.json`` (or ``--out``).
 
 Usage::
 
-    .venv/bin/python bench/inspect.py --model build/models/small-random [--site site]
+    .venv/bin/python bench/inside.py --model build/models/small-random [--site site]
         [--variants q8x,q4x] [--threads 2] [--repeat 3] [--runs 5] [--out FILE]
 
 The site (``--site``, default ``site/``) provides the runtime files; the model directory (built
@@ -48,28 +48,21 @@ cross-origin isolation headers that WASM threads need (``sitebuild.serve``).
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import platform
+import statistics
 import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
 
-# Run as a script, this file's folder comes first on sys.path, where "inspect.py" would stand in
-# for the standard library's `inspect` (which dataclasses, NumPy and Playwright import): search
-# the folder after the standard library instead.
-_HERE = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != _HERE] + [_HERE]
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import statistics  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from browser import MemorySampler, serve_dir  # noqa: E402
-from common import BROWSER_ARGS, git_commit, machine, spread  # noqa: E402
-from sitebuild.chromium import find_chromium  # noqa: E402
-from sitebuild.serve import serve_in_thread  # noqa: E402
+from browser import MemorySampler, serve_dir
+from common import BROWSER_ARGS, git_commit, machine, spread
+from sitebuild.chromium import find_chromium
+from sitebuild.serve import serve_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -489,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="rounds: every quantity once per round, the variants' order rotated (the summary takes medians)")
     ap.add_argument("--no-memory", action="store_true", help="skip the memory pages")
     ap.add_argument("--work", type=Path, default=None, help="scratch directory (default: a temporary one)")
-    ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/inspect.json, replaced)")
+    ap.add_argument("--out", type=Path, default=None, help="JSON file (default: bench/results/inside.json, replaced)")
     args = ap.parse_args(argv)
 
     manifest = json.loads((args.model / "manifest.json").read_text())
@@ -549,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
     report = {
-        "benchmark": "bench/inspect.py",
+        "benchmark": "bench/inside.py",
         "argv": sys.argv[1:] if argv is None else argv,
         "commit": git_commit(),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -613,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "summary": summary(results),
     }
-    out = args.out or ROOT / "bench" / "results" / "inspect.json"
+    out = args.out or ROOT / "bench" / "results" / "inside.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=1) + "\n")
     for row in report["summary"]:
