@@ -2,7 +2,7 @@
 
 The pages never type a speed by hand. They hold markers that this hook replaces, at build
 time, with numbers from ``bench/results/<file>.json`` (written by ``bench/browser.py``,
-``bench/worker.py`` and ``bench/export.py``; a file named ``browser-<anything>`` has the
+``bench/worker.py``, ``bench/export.py`` and ``bench/inside.py``; a file named ``browser-<anything>`` has the
 browser tables too):
 
 * a table, on a line of its own::
@@ -13,6 +13,8 @@ browser tables too):
       <!-- bench: browser setup -->       one line: machine, versions, commit, repeats, date
       <!-- bench: worker python -->       the Python runtime's cold start and call round trip
       <!-- bench: export native -->       every exported variant's size and native decode speed
+      <!-- bench: inside speed -->        the "Looking inside" recipes against their targets (bench/inside.py)
+      <!-- bench: inside setup -->        one line: machine, versions, commit, repeats, date
 
 * one number inside a sentence, ``[[bench: FILE VARIANT/TUNING/THREADS FIELD]]`` for a
   summary row of ``browser.json`` (a field holding a spread gives its median), or
@@ -216,7 +218,58 @@ def export_line(report: dict) -> str:
     )
 
 
+INSIDE_ROWS = [  # (inside.json summary field, what it is, scale to the shown unit, unit, decimals)
+    ("forward_plain_ms", "one forward pass, the variant's own graph", 1, "ms", 0),
+    ("forward_inspect_neutral_ms", "one forward pass, the inspect graph (probes neutral)", 1, "ms", 0),
+    ("lens_after_forward_with_top1_ms", "logit lens after the forward pass, every cell's top token included", 1e-3, "s", 2),
+    ("ablation_run_ms", "one ablation run", 1e-3, "s", 2),
+    ("patched_run_ms", "one patched run", 1e-3, "s", 2),
+    ("head_map_s", "the map of every head (one run per head)", 1, "s", 1),
+    ("residual_patching_s", "residual patching, every layer × position", 1, "s", 1),
+    ("head_map_max_tick_gap_ms", "longest the page went without a 50 ms tick during the head map", 1, "ms", 0),
+    ("cancel_abort_to_error_ms", "Cancel to stopped", 1, "ms", 0),
+    ("memory_plain_peak_mb", "peak browser memory, plain model page", 1, "MB", 0),
+    ("memory_inspect_peak_mb", "peak browser memory, inspect model page", 1, "MB", 0),
+]
+INSIDE_TARGETS = {  # summary field -> its entry in the row's targets
+    "lens_after_forward_with_top1_ms": "lens_after_forward_s",
+    "ablation_run_ms": "ablation_run_s",
+    "patched_run_ms": "patched_run_s",
+    "head_map_s": "head_map_s",
+    "residual_patching_s": "residual_patching_s",
+}
+
+
+def inside_table(report: dict) -> str:
+    """One row per INSIDE_ROWS field, one column per variant: median (min–max), and the target."""
+    variants = [r for r in report["summary"] if "error" not in r]
+    rows = []
+    for field, what, scale, unit, digits in INSIDE_ROWS:
+        cells = []
+        for r in variants:
+            spread = {k: r[field][k] * scale for k in ("median", "min", "max")}
+            cells.append(f"{ranged(spread, digits)} {unit}")
+        target = INSIDE_TARGETS.get(field)
+        goal = f"≤ {number(variants[0]['targets'][target]['target_s'], 1)} s" if target else ""
+        rows.append([what, *cells, goal])
+    heads = [f"{r['variant']}, {r['threads']} threads" for r in variants]
+    return table(["", *heads, "target"], rows)
+
+
+def inside_line(report: dict) -> str:
+    m, v, s = report["machine"], report["versions"], report["setup"]
+    load = f"{m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after"
+    return (
+        f"*Measured by `bench/inside.py` on {report['date'][:10]}, commit `{(report.get('commit') or '?')[:12]}`: "
+        f"{report['model']['name']} ({report['model']['config']['n_layer']} layers × {report['model']['config']['n_head']} heads), "
+        f"WASM, a {s['prompt_tokens']}-token prompt, {s['repeat']} interleaved rounds; {m['cores']} cores, load average {load}; "
+        f"onnxruntime-web {v.get('onnxruntime_web', '?')}; medians with (min–max) over the rounds.*"
+    )
+
+
 TABLES = {
+    ("inside", "speed"): inside_table,
+    ("inside", "setup"): inside_line,
     ("export", "native"): native_table,
     ("export", "setup"): export_line,
     ("browser", "decode"): decode_table,

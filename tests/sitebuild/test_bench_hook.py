@@ -21,7 +21,7 @@ from sitebuild.paths import BENCH_RESULTS, ROOT
 
 DOCS = ROOT / "docs"
 # Pages that report measured speeds of this site's runtime: every such number is a marker.
-SPEED_PAGES = ["efficiency/quantization.md", "embed-in-your-course.md"]
+SPEED_PAGES = ["efficiency/quantization.md", "embed-in-your-course.md", "inside/index.md"]
 SPEED = re.compile(r"\d[\d,.]*\s*(?:tok/s|tokens per second)")
 
 
@@ -107,3 +107,16 @@ def test_python_and_prefill_tables_are_the_json_medians():
         cells = [c.strip() for c in line.strip("|").split("|")]
         assert cells[2].split(" ")[0] == f"{row['prefill_128_ms']['median']:,.0f}"
         assert cells[4] == f"{row['prefill_128_over_native']:.2f}"
+
+
+def test_inside_table_cells_are_the_json_medians():
+    """Every cell of the "Looking inside" speed table is the median (and range) of inside.json."""
+    report = json.loads((BENCH_RESULTS / "inside.json").read_text())
+    rendered = bench_hook.inside_table(report).splitlines()
+    assert len(rendered) == 2 + len(bench_hook.INSIDE_ROWS)
+    for line, (field, _, scale, unit, digits) in zip(rendered[2:], bench_hook.INSIDE_ROWS, strict=True):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for cell, row in zip(cells[1:-1], [r for r in report["summary"] if "error" not in r], strict=True):
+            assert cell.startswith(f"{row[field]['median'] * scale:,.{digits}f}") and cell.endswith(unit), (field, cell)
+        target = bench_hook.INSIDE_TARGETS.get(field)
+        assert cells[-1] == (f"≤ {report['summary'][0]['targets'][target]['target_s']:,.1f} s" if target else "")
