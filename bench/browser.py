@@ -53,16 +53,14 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-from common import BROWSER_ARGS, git_commit, machine, spread
+from common import machine, open_page, profile_context, report_header, spread
 from model_export.expand import onnx_graph
 from model_export.layout import PIECE_BYTES, expanded_name
 from model_export.package import file_entry, file_role, variant_files
-from sitebuild.chromium import find_chromium
 from sitebuild.serve import serve_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -282,14 +280,9 @@ def measure_browser(url: str, name: str, variant: str, threads: int, tuning: dic
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
-        # A persistent profile keeps Cache Storage on disk (an incognito context may lack the quota).
-        context = p.chromium.launch_persistent_context(profile, executable_path=find_chromium(), headless=True, args=BROWSER_ARGS)
+        context = profile_context(p, profile)
         try:
-            page = context.new_page()
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url)
-            page.wait_for_load_state()
+            page, errors = open_page(context, url)
             args = [name, variant, threads, tuning, list(PREFILL_LENGTHS), runs, PROMPT_TOKENS, NEW_TOKENS, []]
             with MemorySampler() as memory:
                 cold = page.evaluate(PAGE_JS, [*args, True])
@@ -594,11 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     import onnxruntime
 
     report = {
-        "benchmark": "bench/browser.py",
-        "argv": sys.argv[1:] if argv is None else argv,
-        "commit": git_commit(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": {"name": manifest["name"], "source": manifest.get("source"), "config": manifest["config"]},
+        **report_header("bench/browser.py", argv, manifest),
         "setup": {
             "prompt_tokens": PROMPT_TOKENS,
             "new_tokens": NEW_TOKENS,

@@ -35,6 +35,38 @@ def git_commit() -> str | None:
     return commit + ("+dirty" if dirty else "")
 
 
+def profile_context(playwright, profile: str):
+    """Headless Chromium with a persistent profile in `profile`, which keeps Cache Storage on
+    disk (an incognito context may lack the quota)."""
+    from sitebuild.chromium import find_chromium
+
+    return playwright.chromium.launch_persistent_context(profile, executable_path=find_chromium(), headless=True, args=BROWSER_ARGS)
+
+
+def open_page(context, url: str):
+    """A new tab of `context` at `url`, loaded; returns it and the list its uncaught errors go into."""
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_load_state()
+    return page, errors
+
+
+def report_header(benchmark: str, argv: list[str] | None, manifest: dict) -> dict:
+    """The first keys of a browser benchmark's JSON: which script, arguments, commit, date, model."""
+    import sys
+    from datetime import UTC, datetime
+
+    return {
+        "benchmark": benchmark,
+        "argv": sys.argv[1:] if argv is None else argv,
+        "commit": git_commit(),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "model": {"name": manifest["name"], "source": manifest.get("source"), "config": manifest["config"]},
+    }
+
+
 def machine(load_before: tuple[float, float, float]) -> dict:
     """The machine and its load average before and now (the benchmarks compare ratios
     measured in one run because this machine is noisy)."""

@@ -56,12 +56,10 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from browser import MemorySampler, serve_dir
-from common import BROWSER_ARGS, git_commit, machine, spread
-from sitebuild.chromium import find_chromium
+from common import machine, open_page, profile_context, report_header, spread
 from sitebuild.serve import serve_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -286,11 +284,6 @@ def prompt_args(name: str, variant: str, threads: int) -> list:
     return [name, variant, threads, TEXT, PROMPT_TOKENS, [list(c) for c in CORRUPT], GOOD, BAD]
 
 
-def browser_context(p, profile: str):
-    # A persistent profile keeps Cache Storage on disk (an incognito context may lack the quota).
-    return p.chromium.launch_persistent_context(profile, executable_path=find_chromium(), headless=True, args=BROWSER_ARGS)
-
-
 def median(values) -> float:
     return statistics.median(values)
 
@@ -304,13 +297,9 @@ def measure_timings(url: str, name: str, variant: str, threads: int, runs: int, 
     patch_layer, patch_pos = L // 2, PROMPT_TOKENS // 2
     offset = round_ % 2
     with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="bench-inspect-") as profile:
-        context = browser_context(p, profile)
+        context = profile_context(p, profile)
         try:
-            page = context.new_page()
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url)
-            page.wait_for_load_state()
+            page, errors = open_page(context, url)
             setup = page.evaluate(SETUP_JS, [*prompt_args(name, variant, threads), bool(offset)])
             forward = page.evaluate(FORWARD_JS, [runs, offset])
             lens = page.evaluate(LENS_JS, [lens_runs, offset])
@@ -370,13 +359,9 @@ def measure_memory(url: str, name: str, variant: str, threads: int, inspect: boo
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="bench-inspect-memory-") as profile:
-        context = browser_context(p, profile)
+        context = profile_context(p, profile)
         try:
-            page = context.new_page()
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(url)
-            page.wait_for_load_state()
+            page, errors = open_page(context, url)
             with MemorySampler() as idle:
                 time.sleep(1.0)
             with MemorySampler() as memory:
@@ -542,11 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
     report = {
-        "benchmark": "bench/inside.py",
-        "argv": sys.argv[1:] if argv is None else argv,
-        "commit": git_commit(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "model": {"name": manifest["name"], "source": manifest.get("source"), "config": manifest["config"]},
+        **report_header("bench/inside.py", argv, manifest),
         "setup": {
             "backend": "wasm",
             "threads": args.threads,

@@ -163,16 +163,23 @@ def context_table(report: dict) -> str:
     return table(["form", "threads", "tok/s after 32", "after 512", "after 1,000", "1,000 / 32", "native after 512 / 1,000"], rows)
 
 
-def setup_line(report: dict) -> str:
-    m, v, s = report["machine"], report["versions"], report["setup"]
+def measured_by(report: dict, what: str, runtimes: str) -> str:
+    """The italic line under a browser benchmark's table: script, date, commit, `what` ran, machine load, `runtimes`."""
+    m = report["machine"]
     load = f"{m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after"
     return (
-        f"*Measured by `bench/browser.py` on {report['date'][:10]}, commit `{(report.get('commit') or '?')[:12]}`: "
-        f"{report['model']['name']} ({report['model']['config']['n_layer']} layers, width {report['model']['config']['n_embd']}), "
-        f"{s['repeat']} interleaved rounds, prompt {s['prompt_tokens']} + {s['new_tokens']} greedy tokens; "
-        f"{m['cores']} cores, load average {load}; onnxruntime-web {v['onnxruntime_web']}, "
-        f"onnxruntime {v['onnxruntime_python']} natively; medians with (min–max) over the rounds.*"
+        f"*Measured by `{report['benchmark']}` on {report['date'][:10]}, commit `{(report.get('commit') or '?')[:12]}`: "
+        f"{what}; {m['cores']} cores, load average {load}; {runtimes}; medians with (min–max) over the rounds.*"
     )
+
+
+def setup_line(report: dict) -> str:
+    v, s, c = report["versions"], report["setup"], report["model"]["config"]
+    what = (
+        f"{report['model']['name']} ({c['n_layer']} layers, width {c['n_embd']}), {s['repeat']} interleaved rounds, "
+        f"prompt {s['prompt_tokens']} + {s['new_tokens']} greedy tokens"
+    )
+    return measured_by(report, what, f"onnxruntime-web {v['onnxruntime_web']}, onnxruntime {v['onnxruntime_python']} natively")
 
 
 PYTHON_ROWS = [  # (worker.json summary field, what it is, decimals)
@@ -257,14 +264,9 @@ def inside_table(report: dict) -> str:
 
 
 def inside_line(report: dict) -> str:
-    m, v, s = report["machine"], report["versions"], report["setup"]
-    load = f"{m['load_average_before'][0]:.1f} before, {m['load_average_after'][0]:.1f} after"
-    return (
-        f"*Measured by `bench/inside.py` on {report['date'][:10]}, commit `{(report.get('commit') or '?')[:12]}`: "
-        f"{report['model']['name']} ({report['model']['config']['n_layer']} layers × {report['model']['config']['n_head']} heads), "
-        f"WASM, a {s['prompt_tokens']}-token prompt, {s['repeat']} interleaved rounds; {m['cores']} cores, load average {load}; "
-        f"onnxruntime-web {v.get('onnxruntime_web', '?')}; medians with (min–max) over the rounds.*"
-    )
+    s, c = report["setup"], report["model"]["config"]
+    what = f"{report['model']['name']} ({c['n_layer']} layers × {c['n_head']} heads), WASM, a {s['prompt_tokens']}-token prompt, {s['repeat']} rounds"
+    return measured_by(report, what, f"onnxruntime-web {report['versions'].get('onnxruntime_web', '?')}")
 
 
 TABLES = {

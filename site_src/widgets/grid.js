@@ -31,6 +31,30 @@ export function gridHTML({ name, caption, rows, cols, rowLabel, colLabel, cell, 
   </figure>`;
 }
 
+/**
+ * A (layer, head) heat map of `values` (L × nh, row-major), the rows and columns numbered.
+ * @param {{name: string, caption: string, values: ArrayLike<number>, L: number, nh: number,
+ *   shade?: (v: number) => number, text?: (v: number) => string, title: (l: number, h: number, v: number) => string}} spec
+ *   `shade` defaults to the value over the largest |value|, `text` to two decimals
+ */
+export function headGridHTML({ name, caption, values, L, nh, shade, text = (v) => v.toFixed(2), title }) {
+  const scale = maxAbs(values);
+  shade ??= (v) => v / scale; // the largest |value| is the darkest
+  return gridHTML({
+    name,
+    caption,
+    rows: L,
+    cols: nh,
+    corner: "layer \\ head",
+    rowLabel: String,
+    colLabel: String,
+    cell: (l, h) => {
+      const v = values[l * nh + h];
+      return { value: v, shade: shade(v), html: `<span class="cell-value">${text(v)}</span>`, title: title(l, h, v) };
+    },
+  });
+}
+
 /** Call `onPick(r, c)` when a cell of the grid named `name` inside `root` is clicked. */
 export function onCellPick(root, name, onPick) {
   root.addEventListener("click", (event) => {

@@ -13,6 +13,9 @@ import { TxElement, escapeHtml, formatProb } from "./base.js";
 import { visible } from "./pipeline/text.js";
 import { readState, writeState } from "./url-state.js";
 
+/** How long after the last keystroke a widget runs again, ms. */
+const INPUT_PAUSE_MS = 300;
+
 /** The inputs every inspect widget keeps in the address. */
 const COMMON_STATE = ["backend"];
 
@@ -91,6 +94,19 @@ export class TxInspect extends TxElement {
 
   /** Subclass hook: read attributes into the inputs and wire their events (runs before the first refresh). */
   setup() {}
+
+  /**
+   * Once the reader has paused typing for INPUT_PAUSE_MS: `beforeRun()`, save the inputs in the
+   * address and run again (each change restarts the wait).
+   */
+  rerunSoon(beforeRun = () => {}) {
+    clearTimeout(this.pending);
+    this.pending = setTimeout(() => {
+      beforeRun();
+      this.saveState();
+      this.refresh();
+    }, INPUT_PAUSE_MS);
+  }
 
   /** Write the current inputs into the address (`currentState()` gives them). */
   saveState() {

@@ -13,7 +13,7 @@
  */
 import { ablateHeads, headImportance, topProbs } from "../runtime/interpret.js";
 import { formatProb } from "./base.js";
-import { gridHTML, maxAbs, onCellPick } from "./grid.js";
+import { headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
 
 const MAX_TOKENS = 32;
@@ -48,15 +48,10 @@ class TxHeadAblation extends TxInspect {
     const mode = this.getAttribute("mode") ?? "zero";
     this.$('select[name="mode"]').value = MODES.includes(mode) ? mode : "zero";
     this.badMode = MODES.includes(mode) ? null : mode;
-    let timer = null;
-    const changed = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
+    const changed = () =>
+      this.rerunSoon(() => {
         this.badMode = null;
-        this.saveState();
-        this.refresh();
-      }, 300);
-    };
+      });
     this.$("textarea").addEventListener("input", () => {
       this.$(".map").innerHTML = ""; // the map was of another prompt
       changed();
@@ -121,21 +116,14 @@ class TxHeadAblation extends TxInspect {
     const compute = (model, options) => headImportance(model, this.inputs(model).ids, mode, options);
     return this.runLong(`Ablating each head in turn (${mode})`, compute, (model, { kl }) => {
       const { n_layer: L, n_head: nh } = model.info.config;
-      const scale = maxAbs(kl);
-      this.$(".map").innerHTML = gridHTML({
+      this.$(".map").innerHTML = headGridHTML({
         name: "heads",
         caption: `KL(before ‖ after) with each head switched off alone (${mode} ablation); darker = the prediction depends more on it. Click a head to switch it off above.`,
-        rows: L,
-        cols: nh,
-        corner: "layer \\ head",
-        rowLabel: String,
-        colLabel: String,
-        cell: (l, h) => ({
-          value: kl[l * nh + h],
-          shade: kl[l * nh + h] / scale,
-          html: `<span class="cell-value">${kl[l * nh + h].toPrecision(2)}</span>`,
-          title: `head ${l}.${h}: KL ${kl[l * nh + h].toPrecision(3)} nats`,
-        }),
+        values: kl,
+        L,
+        nh,
+        text: (v) => v.toPrecision(2),
+        title: (l, h, v) => `head ${l}.${h}: KL ${v.toPrecision(3)} nats`,
       });
       return L * nh;
     });

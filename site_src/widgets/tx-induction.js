@@ -14,7 +14,7 @@
  */
 import { MAX_SEED } from "../runtime/rng.js";
 import { argmax, induction, repeatedTokens } from "../runtime/interpret.js";
-import { gridHTML, onCellPick } from "./grid.js";
+import { gridHTML, headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
 import { heatmap } from "./pipeline/figures.js";
 
@@ -46,15 +46,10 @@ class TxInduction extends TxInspect {
     this.$('input[name="length"]').value = this.getAttribute("length") ?? "20";
     this.$('input[name="seed"]').value = this.getAttribute("seed") ?? "1";
     this.head = this.getAttribute("head") || null;
-    let timer = null;
-    const changed = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
+    const changed = () =>
+      this.rerunSoon(() => {
         this.head = null;
-        this.saveState();
-        this.refresh();
-      }, 300);
-    };
+      });
     this.$('input[name="length"]').addEventListener("input", changed);
     this.$('input[name="seed"]').addEventListener("input", changed);
     this.$(".reseed").addEventListener("click", () => {
@@ -94,20 +89,14 @@ class TxInduction extends TxInspect {
     const { scores, loss } = result;
     const top = argmax(scores);
     this.dataset.top = `${Math.floor(top / nh)}.${top % nh}`;
-    this.$(".scores").innerHTML = gridHTML({
+    this.$(".scores").innerHTML = headGridHTML({
       name: "scores",
       caption: `Induction score of each head: its mean attention, from each token of the second copy, to the token after that token's first occurrence (1 = all of it). Click a head to see its attention.`,
-      rows: L,
-      cols: nh,
-      corner: "layer \\ head",
-      rowLabel: String,
-      colLabel: String,
-      cell: (l, h) => ({
-        value: scores[l * nh + h],
-        shade: scores[l * nh + h], // an attention weight: 1 is the darkest
-        html: `<span class="cell-value">${scores[l * nh + h].toFixed(2)}</span>`,
-        title: `head ${l}.${h}: induction score ${scores[l * nh + h].toFixed(3)}`,
-      }),
+      values: scores,
+      L,
+      nh,
+      shade: (v) => v, // an attention weight: 1 is the darkest
+      title: (l, h, v) => `head ${l}.${h}: induction score ${v.toFixed(3)}`,
     });
     // loss at the tokens of each copy: first copy positions 1..half-1 predict tokens 2..half
     const mean = (a) => a.reduce((s, v) => s + v, 0) / a.length;

@@ -13,7 +13,7 @@
  *   variant   a weight variant of the model; default: the best for the backend
  */
 import { logitAttribution } from "../runtime/interpret.js";
-import { gridHTML, maxAbs } from "./grid.js";
+import { gridHTML, headGridHTML, maxAbs } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
 
 const MAX_TOKENS = 32;
@@ -43,14 +43,7 @@ class TxLogitAttribution extends TxInspect {
   setup() {
     this.$("textarea").value = this.getAttribute("prompt") ?? "The Eiffel Tower is in the city of";
     this.$('input[name="token"]').value = this.getAttribute("token") ?? "";
-    let timer = null;
-    const changed = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        this.saveState();
-        this.refresh();
-      }, 300);
-    };
+    const changed = () => this.rerunSoon();
     this.$("textarea").addEventListener("input", changed);
     this.$('input[name="token"]').addEventListener("input", changed);
   }
@@ -78,20 +71,14 @@ class TxLogitAttribution extends TxInspect {
     const { heads, mlps } = parts;
     const scale = maxAbs([...heads, ...mlps]);
     Object.assign(this.dataset, { token: String(parts.token), logit: String(parts.logit) });
-    this.$(".heads").innerHTML = gridHTML({
+    this.$(".heads").innerHTML = headGridHTML({
       name: "heads",
       caption: "Each head's direct push on the token's logit (orange up, blue down), through its output projection and the unembedding.",
-      rows: L,
-      cols: nh,
-      corner: "layer \\ head",
-      rowLabel: String,
-      colLabel: String,
-      cell: (l, h) => ({
-        value: heads[l * nh + h],
-        shade: heads[l * nh + h] / scale,
-        html: `<span class="cell-value">${heads[l * nh + h].toFixed(2)}</span>`,
-        title: `head ${l}.${h}: ${signed(heads[l * nh + h])}`,
-      }),
+      values: heads,
+      L,
+      nh,
+      shade: (v) => v / scale, // on the MLPs' scale too
+      title: (l, h, v) => `head ${l}.${h}: ${signed(v)}`,
     });
     this.$(".mlps").innerHTML = gridHTML({
       name: "mlps",

@@ -43,15 +43,11 @@ class TxLogitLens extends TxInspect {
   setup() {
     const text = this.$("textarea");
     text.value = this.getAttribute("prompt") ?? "The Eiffel Tower is in the city of";
-    let timer = null;
-    text.addEventListener("input", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
+    text.addEventListener("input", () =>
+      this.rerunSoon(() => {
         this.pick = null;
-        this.saveState();
-        this.refresh();
-      }, 300);
-    });
+      }),
+    );
     onCellPick(this.shadowRoot, "lens", (l, t) => {
       this.pick = { l, t };
       this.saveState();

@@ -78,15 +78,10 @@ class TxPatching extends TxInspect {
     const custom = ["clean", "corrupted", "good", "bad"].some((n) => this.hasAttribute(n));
     this.$('select[name="pair"]').value = custom ? "custom" : pair in PAIRS ? pair : "capital";
     for (const name of ["clean", "corrupted", "good", "bad"]) this.field(name).value = this.getAttribute(name) ?? preset[name];
-    let timer = null;
     const changed = () => {
-      clearTimeout(timer);
-      this.$(".resid").innerHTML = "";
+      this.$(".resid").innerHTML = ""; // the maps were of the other inputs
       this.$(".heads").innerHTML = "";
-      timer = setTimeout(() => {
-        this.saveState();
-        this.refresh();
-      }, 300);
+      this.rerunSoon();
     };
     this.$('select[name="pair"]').addEventListener("change", (event) => {
       this.badPair = null;
