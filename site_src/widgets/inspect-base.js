@@ -44,8 +44,8 @@ export const INSPECT_CSS = `<style>
 </style>`;
 
 export class TxInspect extends TxElement {
-  /** Widget title. */
-  get title() {
+  /** The widget's title line. */
+  get heading() {
     return "";
   }
 
@@ -61,7 +61,7 @@ export class TxInspect extends TxElement {
 
   template() {
     return `
-      <div class="title">${this.title} <span class="badge" title="Where the model runs"></span></div>
+      <div class="title">${this.heading} <span class="badge" title="Where the model runs"></span></div>
       <div class="row">
         <label>Run on <select name="backend">
           <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
@@ -101,11 +101,15 @@ export class TxInspect extends TxElement {
    */
   rerunSoon(beforeRun = () => {}) {
     clearTimeout(this.pending);
-    this.pending = setTimeout(() => {
-      beforeRun();
-      this.saveState();
-      this.refresh();
-    }, INPUT_PAUSE_MS);
+    this.pending = setTimeout(() => this.rerunNow(beforeRun), INPUT_PAUSE_MS);
+  }
+
+  /** `beforeRun()`, save the inputs in the address and run again now (a choice, not typing). */
+  rerunNow(beforeRun = () => {}) {
+    clearTimeout(this.pending);
+    beforeRun();
+    this.saveState();
+    this.refresh();
   }
 
   /** Write the current inputs into the address (`currentState()` gives them). */

@@ -21,7 +21,7 @@ const TOP = 10;
 const MODES = ["zero", "mean"];
 
 class TxHeadAblation extends TxInspect {
-  get title() {
+  get heading() {
     return "Head ablation: switch heads off";
   }
 
@@ -48,18 +48,18 @@ class TxHeadAblation extends TxInspect {
     const mode = this.getAttribute("mode") ?? "zero";
     this.$('select[name="mode"]').value = MODES.includes(mode) ? mode : "zero";
     this.badMode = MODES.includes(mode) ? null : mode;
-    const changed = () =>
-      this.rerunSoon(() => {
-        this.badMode = null;
-      });
+    const reset = () => {
+      this.badMode = null;
+    };
+    const changed = () => this.rerunSoon(reset);
     this.$("textarea").addEventListener("input", () => {
       this.$(".map").innerHTML = ""; // the map was of another prompt
       changed();
     });
     this.$('input[name="heads"]').addEventListener("input", changed);
     this.$('select[name="mode"]').addEventListener("change", () => {
-      this.$(".map").innerHTML = "";
-      changed();
+      this.$(".map").innerHTML = ""; // the map was of the other mode
+      this.rerunNow(reset);
     });
     this.$(".map-button").addEventListener("click", () => this.runMap());
     // a head picked on the map joins (or leaves) the heads switched off
@@ -73,7 +73,7 @@ class TxHeadAblation extends TxInspect {
       }
       const kept = chosen.filter(([a, b]) => a !== l || b !== h);
       input.value = [...kept, ...(kept.length < chosen.length ? [] : [[l, h]])].map(([a, b]) => `${a}.${b}`).join(", ");
-      changed();
+      this.rerunNow(reset);
     });
   }
 
@@ -106,7 +106,7 @@ class TxHeadAblation extends TxInspect {
     this.dataset.kl = String(kl);
     this.$(".summary").textContent = heads.length
       ? `KL(before ‖ after) = ${kl.toPrecision(3)} nats. The top token “${this.pieceText(model, top[0].id)}” goes from ${formatProb(before[top[0].id])} to ${formatProb(after[top[0].id])}.`
-      : "Name heads to switch off (layer.head), or map every head below and click one.";
+      : `Name heads to switch off (layer.head) for ${mode === "mean" ? "mean" : "zero"} ablation, or map every head below and click one.`;
     this.showReady(`${ids.length} tokens; ${heads.length} head${heads.length === 1 ? "" : "s"} off.`);
   }
 

@@ -21,7 +21,7 @@ import { heatmap } from "./pipeline/figures.js";
 const LENGTH = { min: 4, max: 100 };
 
 class TxInduction extends TxInspect {
-  get title() {
+  get heading() {
     return "Induction heads: copying what came before";
   }
 

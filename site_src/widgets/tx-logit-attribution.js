@@ -22,7 +22,7 @@ const LARGEST = 6;
 const signed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(3)}`;
 
 class TxLogitAttribution extends TxInspect {
-  get title() {
+  get heading() {
     return "Direct logit attribution: who pushed this token?";
   }
 

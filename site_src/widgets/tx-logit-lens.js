@@ -25,7 +25,7 @@ const CELL_CHARS = 8; // a cell shows this much of its token
 const layerName = (l) => (l === 0 ? "embeddings" : `after block ${l - 1}`);
 
 class TxLogitLens extends TxInspect {
-  get title() {
+  get heading() {
     return "Logit lens: what each layer would predict";
   }
 

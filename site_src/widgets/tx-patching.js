@@ -40,7 +40,7 @@ export const PAIRS = {
 };
 
 class TxPatching extends TxInspect {
-  get title() {
+  get heading() {
     return "Activation patching: where does the answer live?";
   }
 
@@ -87,7 +87,9 @@ class TxPatching extends TxInspect {
       this.badPair = null;
       const chosen = PAIRS[event.target.value];
       if (chosen) for (const name of ["clean", "corrupted", "good", "bad"]) this.field(name).value = chosen[name];
-      changed();
+      this.$(".resid").innerHTML = "";
+      this.$(".heads").innerHTML = "";
+      this.rerunNow();
     });
     for (const name of ["clean", "corrupted", "good", "bad"]) {
       this.field(name).addEventListener("input", () => {
