@@ -15,8 +15,8 @@ work on DIR in place, one stage each (see ``pipeline``). ``tables`` writes ``DIR
 the pipeline figures read (the weights' places in the q4x files, parity logits; see ``tables``),
 and lists it in ``manifest.json`` when there is one: it brings a build made before the stage
 existed up to date without exporting again; ``probes`` does the same for the inspect graphs
-(``probes``), which the "Looking inside the model" pages load. ``build`` and ``quantize`` remove ``tables/``, since
-they replace the files it was made from.
+(``probes.py``), which the "Looking inside the model" pages load. ``build`` and ``quantize``
+remove ``tables/`` and the inspect graphs, since they replace the files those were made from.
 
 Exit status:
     0  success

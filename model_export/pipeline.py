@@ -130,12 +130,17 @@ class BuildDir:
         package.write_json(self.record_path, record)
         return record
 
-    def drop_tables(self, progress=print) -> None:
-        """Removes ``tables/``, made from files a stage is about to replace (``model-export tables``
-        writes it again)."""
+    def drop_derived(self, progress=print) -> None:
+        """Removes what later stages made from the files a stage is about to replace: ``tables/``
+        and the inspect graphs (``model-export tables`` and ``model-export probes`` write them again)."""
         if self.tables.exists():
             shutil.rmtree(self.tables)
             progress(f"removed {self.tables} (made from the files replaced now; run `model-export tables` again)")
+        inspect = [p for p in [self.work / INSPECT_REFERENCE, *(self.variant_dir(n) / INSPECT_FILE for n in VARIANTS)] if p.is_file()]
+        for path in inspect:
+            path.unlink()
+        if inspect:
+            progress(f"removed {len(inspect)} inspect graphs (made from the graphs replaced now; run `model-export probes` again)")
 
 
 def config_of(record: dict):
@@ -193,7 +198,7 @@ def run_build(build: BuildDir, loaded: Loaded, name: str, tokenizer_src: Path, p
     tokenizer = find_tokenizer(weights.directory, tokenizer_src)
     check_vocab_size(tokenizer, model.config.vocab_size)
     build.work.mkdir(parents=True, exist_ok=True)
-    build.drop_tables(progress)
+    build.drop_derived(progress)
     exported = export_onnx(model, build.reference, external_data=_parameter_bytes(model) > PROTOBUF_LIMIT)
     progress(f"fp32 reference graph: {exported.bytes / 1e6:.1f} MB in {exported.seconds:.1f} s")
     inputs, outputs = graph_io(onnx.load(str(build.reference), load_external_data=False))
@@ -240,7 +245,7 @@ def run_quantize(
     if not build.reference.is_file():
         raise StageError(f"{build.reference} is missing; run `model-export build` first")
     reference = onnx.load(str(build.reference))
-    build.drop_tables(progress)
+    build.drop_derived(progress)
     done = dict(record.get("variants", {}))
     for name in variants:
         start = time.perf_counter()
@@ -381,13 +386,14 @@ def run_probes(build: BuildDir, progress=print) -> dict[str, str]:
     if not build.reference.is_file():
         raise StageError(f"{build.reference} is missing; run `model-export build` first")
     start = time.perf_counter()
-    done = {}
-    for name in ["reference", *build.built_variants()]:
+    try:
+        write_inspect_graph(build.reference, record["config"], build.work / INSPECT_REFERENCE)
+    except ProbeError as err:  # every variant is made from it: nothing else could be probed
+        raise StageError(f"the reference graph cannot be probed: {err}") from err
+    done = {"reference": "written"}
+    for name in build.built_variants():
         try:
-            if name == "reference":
-                write_inspect_graph(build.reference, record["config"], build.work / INSPECT_REFERENCE)
-            else:
-                write_inspect_graph(build.variant_graph(name), record["config"])
+            write_inspect_graph(build.variant_graph(name), record["config"])
             done[name] = "written"
         except ProbeError as err:
             (build.variant_dir(name) / INSPECT_FILE).unlink(missing_ok=True)

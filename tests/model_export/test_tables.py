@@ -13,7 +13,7 @@ import pytest
 from model_export import tables
 from model_export.cli import main
 from model_export.gpt2 import GPT2Config
-from model_export.layout import BUILD_DIR, MANIFEST, REFERENCE, TABLES_DIR, TABLES_INDEX
+from model_export.layout import BUILD_DIR, INSPECT_REFERENCE, MANIFEST, REFERENCE, TABLES_DIR, TABLES_INDEX
 from model_export.package import file_mismatches, listed_files
 from model_export.pipeline import BuildDir
 from model_export.runtime import OrtGPT2, prompt_outputs
@@ -212,8 +212,9 @@ def test_tables_command_brings_an_older_build_up_to_date(tmp_path, capsys):
     assert {k: v for k, v in updated.items() if k not in ("tables", "created_with")} == {k: v for k, v in older.items() if k != "created_with"}
     assert BuildDir(copy).record()["tables"]["files"] == len(updated["tables"])
 
-    BuildDir(copy).drop_tables(progress=lambda line: None)  # what build and quantize do first
+    BuildDir(copy).drop_derived(progress=lambda line: None)  # what build and quantize do first
     assert not (copy / TABLES_DIR).exists()
+    assert not list(copy.glob("*/inspect.onnx")) and not (copy / BUILD_DIR / INSPECT_REFERENCE).exists()  # made from them too
     assert main(["package", "--out", str(copy)]) == 0
     assert json.loads((copy / MANIFEST).read_text())["tables"] == []
 
