@@ -185,40 +185,37 @@ def restored(patched: float, clean: float, corrupted: float) -> float:
     return (patched - corrupted) / (clean - corrupted) if clean != corrupted else 0.0
 
 
+def _patch_map(model: GPT2, clean: list[int], corrupted: list[int], good: int, bad: int, sites: list, edit) -> np.ndarray:
+    """The restored logit difference for each site: the corrupted prompt run with ``edit(base,
+    site)`` (an ``Edits`` from the clean run ``base``)."""
+    if len(clean) != len(corrupted):
+        raise ValueError(f"the prompts have {len(clean)} and {len(corrupted)} tokens; patching needs the same length")
+    base = run_with_hooks(model, clean)
+    ld_clean = logit_difference(base.logits, good, bad)
+    ld_corrupt = logit_difference(run_with_hooks(model, corrupted).logits, good, bad)
+    patched = [logit_difference(run_with_hooks(model, corrupted, edit(base, site)).logits, good, bad) for site in sites]
+    return np.array([restored(ld, ld_clean, ld_corrupt) for ld in patched])
+
+
 def patch_residual(model: GPT2, clean: list[int], corrupted: list[int], good: int, bad: int) -> np.ndarray:
     """Residual-stream patching: (n_layer, T) restored logit difference.
 
     Entry (l, t) runs the corrupted prompt with the stream entering block l at position t
     replaced by the clean run's.
     """
-    if len(clean) != len(corrupted):
-        raise ValueError(f"the prompts have {len(clean)} and {len(corrupted)} tokens; patching needs the same length")
-    base = run_with_hooks(model, clean)
-    ld_clean = logit_difference(base.logits, good, bad)
-    ld_corrupt = logit_difference(run_with_hooks(model, corrupted).logits, good, bad)
-    out = np.zeros((len(model.blocks), len(clean)))
-    for layer in range(len(model.blocks)):
-        for pos in range(len(clean)):
-            run = run_with_hooks(model, corrupted, Edits(resid={(layer, pos): base.resid[layer][pos]}))
-            out[layer, pos] = restored(logit_difference(run.logits, good, bad), ld_clean, ld_corrupt)
-    return out
+    L, T = len(model.blocks), len(clean)
+    sites = [(layer, pos) for layer in range(L) for pos in range(T)]
+    edit = lambda base, site: Edits(resid={site: base.resid[site[0]][site[1]]})  # noqa: E731
+    return _patch_map(model, clean, corrupted, good, bad, sites, edit).reshape(L, T)
 
 
 def patch_heads(model: GPT2, clean: list[int], corrupted: list[int], good: int, bad: int) -> np.ndarray:
     """Per-head patching: (n_layer, nh) restored logit difference, each head's output at every
     position copied from the clean run into the corrupted one."""
-    if len(clean) != len(corrupted):
-        raise ValueError(f"the prompts have {len(clean)} and {len(corrupted)} tokens; patching needs the same length")
-    base = run_with_hooks(model, clean)
-    ld_clean = logit_difference(base.logits, good, bad)
-    ld_corrupt = logit_difference(run_with_hooks(model, corrupted).logits, good, bad)
     L, nh = len(model.blocks), model.config.n_head
-    out = np.zeros((L, nh))
-    for layer in range(L):
-        for head in range(nh):
-            run = run_with_hooks(model, corrupted, Edits(heads={(layer, head): base.z[layer][head]}))
-            out[layer, head] = restored(logit_difference(run.logits, good, bad), ld_clean, ld_corrupt)
-    return out
+    sites = [(layer, head) for layer in range(L) for head in range(nh)]
+    edit = lambda base, site: Edits(heads={site: base.z[site[0]][site[1]]})  # noqa: E731
+    return _patch_map(model, clean, corrupted, good, bad, sites, edit).reshape(L, nh)
 
 
 def repeated_tokens(half: int, vocab_size: int, seed: int = 0, bos: int | None = None) -> list[int]:

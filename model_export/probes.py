@@ -51,7 +51,6 @@ from onnx import TensorProto, helper
 from .layout import INSPECT_FILE
 
 PROBE_INPUTS = ("head_scale", "head_add", "resid_scale", "resid_add", "lens_hidden", "unembed_rows", "head_rows")
-PROBE_OUTPUTS = ("head_outputs.", "attn_outputs.", "mlp_outputs.", "head_writes.", "lens_logits", "unembed_logits")
 
 
 class ProbeError(ValueError):
@@ -99,6 +98,7 @@ class _Graph:
     def __init__(self, graph: onnx.GraphProto):
         self.graph = graph
         self.added: list[onnx.NodeProto] = []
+        self.constants: set[str] = set()
         self.producer: dict[str, onnx.NodeProto] = {name: node for node in graph.node for name in node.output}
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         for node in graph.node:
@@ -136,7 +136,8 @@ class _Graph:
         return self.constant(f"probe/layer.{layer}", layer)
 
     def constant(self, name: str, value: int | list[int]) -> str:
-        if not any(t.name == name for t in self.graph.initializer):
+        if name not in self.constants:
+            self.constants.add(name)
             dims = [] if isinstance(value, int) else [len(value)]
             values = [value] if isinstance(value, int) else value
             self.graph.initializer.append(helper.make_tensor(name, TensorProto.INT64, dims, values))
@@ -289,18 +290,14 @@ def write_inspect_graph(graph: str | Path, config: dict, out: str | Path | None 
     return out
 
 
-def neutral_probes(config: dict, T: int, batch: int = 1) -> dict[str, np.ndarray]:
-    """Probe inputs that change nothing: scales of 1, adds of 0, one zero row for each row input."""
-    L, nh, C = config["n_layer"], config["n_head"], config["n_embd"]
-    return {
-        "head_scale": np.ones((batch, L, nh, T), np.float32),
-        "head_add": np.zeros((batch, L, nh, T, C // nh), np.float32),
-        "resid_scale": np.ones((batch, L, T), np.float32),
-        "resid_add": np.zeros((batch, L, T, C), np.float32),
-        "lens_hidden": np.zeros((batch, 1, C), np.float32),
-        "unembed_rows": np.zeros((batch, 1, C), np.float32),
-        "head_rows": np.zeros((batch, L, 1, C), np.float32),
-    }
+def neutral_probes(config: dict, T: int) -> dict[str, np.ndarray]:
+    """Probe inputs that change nothing, batch of one: scales of 1, adds of 0, one zero row for
+    each row input (shapes from ``probe_inputs``)."""
+    feeds = {}
+    for info in probe_inputs(config):
+        dims = [d.dim_value or (T if d.dim_param == "sequence" else 1) for d in info.type.tensor_type.shape.dim]
+        feeds[info.name] = (np.ones if info.name.endswith("_scale") else np.zeros)(dims, np.float32)
+    return feeds
 
 
 class InspectSession:
@@ -323,13 +320,14 @@ class InspectSession:
     def run(self, ids: list[int], want: list[str] | None = None, **probes: np.ndarray) -> dict[str, np.ndarray]:
         """One pass over ``ids`` (batch of one, no cache) with ``probes`` (each with its batch
         axis; the rest neutral). Returns the ``want`` outputs (default: all), by name."""
-        L, nh, C = self.config["n_layer"], self.config["n_head"], self.config["n_embd"]
-        T = len(ids)
+        from .export import io_names
+        from .gpt2 import GPT2Config
+        from .runtime import empty_past
+
         x = np.array([ids], np.int64)  # (1, T)
-        feeds = {"input_ids": x, "attention_mask": np.ones_like(x), "position_ids": np.arange(T, dtype=np.int64)[None]}
-        for i in range(L):
-            for kind in ("key", "value"):
-                feeds[f"past_key_values.{i}.{kind}"] = np.zeros((1, nh, 0, C // nh), np.float32)
-        feeds |= neutral_probes(self.config, T) | {k: np.asarray(v, np.float32) for k, v in probes.items()}
+        positions = np.arange(len(ids), dtype=np.int64)[None]  # (1, T)
+        inputs, _ = io_names(self.config["n_layer"])
+        feeds = dict(zip(inputs, [x, np.ones_like(x), positions, *empty_past(GPT2Config(**self.config), 1)], strict=True))
+        feeds |= neutral_probes(self.config, len(ids)) | {k: np.asarray(v, np.float32) for k, v in probes.items()}
         names = want or self.outputs
         return dict(zip(names, self.session.run(names, feeds), strict=True))

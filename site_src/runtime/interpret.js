@@ -128,6 +128,24 @@ function ablationProbes(model, T, heads, mode, clean) {
   return { head_scale: scale, head_add: add };
 }
 
+/** The next-token distribution (last position) of `ids` run with `probes`. */
+async function lastProbs(model, ids, probes) {
+  return softmax((await model.inspect(ids, { probes, want: ["logits"], lastOnly: true })).logits.data);
+}
+
+/**
+ * `count` runs, one after another: `run(i)` for i = 0 .. count − 1, with `onProgress(done, count)`
+ * before the first and after each, and the AbortSignal checked before each.
+ */
+async function eachRun(count, run, { onProgress = () => {}, signal } = {}) {
+  onProgress(0, count);
+  for (let i = 0; i < count; i++) {
+    if (signal?.aborted) throw aborted();
+    await run(i);
+    onProgress(i + 1, count);
+  }
+}
+
 /**
  * The next-token distribution with `heads` switched off.
  * @param {[number, number][]} heads (layer, head) pairs
@@ -137,8 +155,7 @@ function ablationProbes(model, T, heads, mode, clean) {
 export async function ablateHeads(model, ids, heads, mode = "zero") {
   const clean = await headOutputs(model, ids);
   const before = softmax(clean.logits.data);
-  const probes = ablationProbes(model, ids.length, heads, mode, clean);
-  const after = softmax((await model.inspect(ids, { probes, want: ["logits"], lastOnly: true })).logits.data);
+  const after = await lastProbs(model, ids, ablationProbes(model, ids.length, heads, mode, clean));
   return { before, after, kl: klDivergence(before, after) };
 }
 
@@ -146,21 +163,19 @@ export async function ablateHeads(model, ids, heads, mode = "zero") {
  * Which heads matter for this prediction: KL(before || after) with each head ablated alone.
  * @returns {Promise<{kl: Float64Array, before: Float64Array}>} kl is (L, nh)
  */
-export async function headImportance(model, ids, mode = "zero", { onProgress = () => {}, signal } = {}) {
+export async function headImportance(model, ids, mode = "zero", options = {}) {
   const { L, nh } = sizes(model);
   const clean = await headOutputs(model, ids);
   const before = softmax(clean.logits.data);
   const kl = new Float64Array(L * nh);
-  onProgress(0, L * nh);
-  for (let l = 0; l < L; l++) {
-    for (let h = 0; h < nh; h++) {
-      if (signal?.aborted) throw aborted();
-      const probes = ablationProbes(model, ids.length, [[l, h]], mode, clean);
-      const after = softmax((await model.inspect(ids, { probes, want: ["logits"], lastOnly: true })).logits.data);
-      kl[l * nh + h] = klDivergence(before, after);
-      onProgress(l * nh + h + 1, L * nh);
-    }
-  }
+  await eachRun(
+    L * nh,
+    async (i) => {
+      const probes = ablationProbes(model, ids.length, [[Math.floor(i / nh), i % nh]], mode, clean);
+      kl[i] = klDivergence(before, await lastProbs(model, ids, probes));
+    },
+    options,
+  );
   return { kl, before };
 }
 
@@ -185,61 +200,62 @@ async function pairBaseline(model, clean, corrupted, good, bad, want) {
 }
 
 /**
+ * The corrupted prompt run once per site with `probesFor(site)`: each run's logit difference and
+ * the share of the clean one it restores.
+ */
+async function patchEach(model, corrupted, good, bad, { ldClean, ldCorrupt }, count, probesFor, options) {
+  const ld = new Float64Array(count);
+  const out = new Float64Array(count);
+  await eachRun(
+    count,
+    async (i) => {
+      const run = await model.inspect(corrupted, { probes: probesFor(i), want: ["logits"], lastOnly: true });
+      ld[i] = logitDifference(run.logits.data, good, bad);
+      out[i] = restored(ld[i], ldClean, ldCorrupt);
+    },
+    options,
+  );
+  return { restored: out, ld, ldClean, ldCorrupt };
+}
+
+/**
  * Residual-stream patching: run the corrupted prompt with the stream entering block l at position
  * t copied from the clean run, for every (l, t).
  * @returns {Promise<{restored: Float64Array, ld: Float64Array, ldClean: number, ldCorrupt: number, T: number}>}
  *   restored and ld (the patched logit difference) are (L, T)
  */
-export async function patchResidual(model, clean, corrupted, good, bad, { onProgress = () => {}, signal } = {}) {
+export async function patchResidual(model, clean, corrupted, good, bad, options = {}) {
   const { L, C } = sizes(model);
   const T = clean.length;
-  const { base, ldClean, ldCorrupt } = await pairBaseline(model, clean, corrupted, good, bad, names("hidden_states", L));
-  const ld = new Float64Array(L * T);
-  const out = new Float64Array(L * T);
-  onProgress(0, L * T);
-  for (let l = 0; l < L; l++) {
-    const x = base[`hidden_states.${l}`].data; // (T, C)
-    for (let t = 0; t < T; t++) {
-      if (signal?.aborted) throw aborted();
-      const scale = new Float32Array(L * T).fill(1);
-      const add = new Float32Array(L * T * C);
-      scale[l * T + t] = 0;
-      add.set(x.subarray(t * C, (t + 1) * C), (l * T + t) * C);
-      const run = await model.inspect(corrupted, { probes: { resid_scale: scale, resid_add: add }, want: ["logits"], lastOnly: true });
-      ld[l * T + t] = logitDifference(run.logits.data, good, bad);
-      out[l * T + t] = restored(ld[l * T + t], ldClean, ldCorrupt);
-      onProgress(l * T + t + 1, L * T);
-    }
-  }
-  return { restored: out, ld, ldClean, ldCorrupt, T };
+  const baseline = await pairBaseline(model, clean, corrupted, good, bad, names("hidden_states", L));
+  const probesFor = (i) => {
+    const [l, t] = [Math.floor(i / T), i % T];
+    const scale = new Float32Array(L * T).fill(1);
+    const add = new Float32Array(L * T * C);
+    scale[i] = 0;
+    add.set(baseline.base[`hidden_states.${l}`].data.subarray(t * C, (t + 1) * C), i * C); // (T, C) row t
+    return { resid_scale: scale, resid_add: add };
+  };
+  return { ...(await patchEach(model, corrupted, good, bad, baseline, L * T, probesFor, options)), T };
 }
 
 /**
  * Per-head patching: each head's output at every position copied from the clean run.
  * @returns {Promise<{restored: Float64Array, ld: Float64Array, ldClean: number, ldCorrupt: number}>} (L, nh)
  */
-export async function patchHeads(model, clean, corrupted, good, bad, { onProgress = () => {}, signal } = {}) {
+export async function patchHeads(model, clean, corrupted, good, bad, options = {}) {
   const { L, nh, hd } = sizes(model);
   const T = clean.length;
-  const { base, ldClean, ldCorrupt } = await pairBaseline(model, clean, corrupted, good, bad, names("head_outputs", L));
-  const ld = new Float64Array(L * nh);
-  const out = new Float64Array(L * nh);
-  onProgress(0, L * nh);
-  for (let l = 0; l < L; l++) {
-    const z = base[`head_outputs.${l}`].data; // (nh, T, hd)
-    for (let h = 0; h < nh; h++) {
-      if (signal?.aborted) throw aborted();
-      const scale = new Float32Array(L * nh * T).fill(1);
-      const add = new Float32Array(L * nh * T * hd);
-      scale.fill(0, (l * nh + h) * T, (l * nh + h + 1) * T);
-      add.set(z.subarray(h * T * hd, (h + 1) * T * hd), (l * nh + h) * T * hd);
-      const run = await model.inspect(corrupted, { probes: { head_scale: scale, head_add: add }, want: ["logits"], lastOnly: true });
-      ld[l * nh + h] = logitDifference(run.logits.data, good, bad);
-      out[l * nh + h] = restored(ld[l * nh + h], ldClean, ldCorrupt);
-      onProgress(l * nh + h + 1, L * nh);
-    }
-  }
-  return { restored: out, ld, ldClean, ldCorrupt };
+  const baseline = await pairBaseline(model, clean, corrupted, good, bad, names("head_outputs", L));
+  const probesFor = (i) => {
+    const [l, h] = [Math.floor(i / nh), i % nh];
+    const scale = new Float32Array(L * nh * T).fill(1);
+    const add = new Float32Array(L * nh * T * hd);
+    scale.fill(0, i * T, (i + 1) * T);
+    add.set(baseline.base[`head_outputs.${l}`].data.subarray(h * T * hd, (h + 1) * T * hd), i * T * hd); // (nh, T, hd) head h
+    return { head_scale: scale, head_add: add };
+  };
+  return patchEach(model, corrupted, good, bad, baseline, L * nh, probesFor, options);
 }
 
 /** `half` random token ids written twice, after <|endoftext|>: the induction-head test sequence. */

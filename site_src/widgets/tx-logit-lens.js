@@ -67,7 +67,6 @@ class TxLogitLens extends TxInspect {
     if (stale()) return;
     this.ids = ids;
     this.lens = lens;
-    this.tokenizer = model.tokenizer;
     const { layers, T } = lens;
     // the top token of every cell, and the final prediction through the layers
     this.cells = [];
@@ -75,7 +74,7 @@ class TxLogitLens extends TxInspect {
       for (let t = 0; t < T; t++) {
         const probs = lens.cell(l, t);
         const id = argmax(probs);
-        this.cells.push({ id, prob: probs[id], probs: l === layers - 1 || t === T - 1 ? probs : null });
+        this.cells.push({ id, prob: probs[id], probs: t === T - 1 ? probs : null }); // the last position's for drawFinal
       }
     }
     const final = this.cells[(layers - 1) * T + T - 1].id;

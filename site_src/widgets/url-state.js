@@ -50,8 +50,3 @@ export function writeState(element, values) {
   }
   if (url.href !== location.href) history.replaceState(history.state, "", url.href);
 }
-
-/** The address of this view, for a "Copy link" button. */
-export function stateLink() {
-  return location.href;
-}
