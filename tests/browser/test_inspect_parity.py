@@ -36,7 +36,10 @@ RUN_ALL = """async ([options, ids, corrupted, good, bad]) => {
     return btoa(s);
   };
   const model = await loadModel({ ...options, needs: ['inspect'] });
-  const { L } = { L: model.info.config.n_layer };
+  const { n_layer: L, n_head: nh } = model.info.config;
+  const plain = (await model.inspect(ids, { want: ['logits'], lastOnly: true })).logits.data;
+  const singles = [];
+  for (const head of [[0, 0], [L - 1, nh - 1]]) singles.push((await I.ablateHeads(model, ids, [head], 'zero')).kl);
   const lens = await I.logitLens(model, ids);
   const cells = new Float32Array(lens.layers * lens.T * lens.V);
   for (let l = 0; l < lens.layers; l++) for (let t = 0; t < lens.T; t++) cells.set(lens.cell(l, t), (l * lens.T + t) * lens.V);
@@ -51,7 +54,7 @@ RUN_ALL = """async ([options, ids, corrupted, good, bad]) => {
   const dla = await I.logitAttribution(model, ids);
   return {
     info: { variant: model.info.variant, backend: model.info.backend, inspect: model.info.inspect },
-    lens: b64(cells), zero: b64(zero.after), mean: b64(mean.after), zeroKl: zero.kl,
+    plain: b64(plain), singles, lens: b64(cells), zero: b64(zero.after), mean: b64(mean.after), zeroKl: zero.kl,
     map: Array.from(map.kl), progress,
     resid: { ld: Array.from(resid.ld), restored: Array.from(resid.restored), ldClean: resid.ldClean, ldCorrupt: resid.ldCorrupt },
     heads: { ld: Array.from(heads.ld) },
@@ -86,12 +89,18 @@ def check_all(got, exact: bool):
     same(floats(got["mean"]), interpret.ablate_heads(model, IDS, [(0, 1), (1, 3)], "mean")[1])
     assert got["progress"][0] == [0, L * nh] and got["progress"][-1] == [L * nh, L * nh] and len(got["progress"]) == L * nh + 1
     want_map = [interpret.kl_divergence(*interpret.ablate_heads(model, IDS, [(layer, head)], "zero")) for layer in range(L) for head in range(nh)]
+    # int8/int4 against fp32: patched logit differences measured within 0.014 (q8x, WASM) and
+    # 0.028 (q4, WebGPU), induction scores within 1e-4, losses within 0.046
     logit_tol = 1e-4 if exact else 0.05
-    np.testing.assert_allclose(got["map"], want_map, atol=EXACT if exact else max(want_map), rtol=0)
+    if exact:
+        np.testing.assert_allclose(got["map"], want_map, atol=EXACT, rtol=0)
+    # each map entry is the page's own ablation of that head alone (a wrong index would show);
+    # against fp32 an int8 graph's KLs (~5e-5 here) are below its own noise, so only this
+    np.testing.assert_allclose([got["map"][0], got["map"][-1]], got["singles"], rtol=1e-6, atol=0)
     np.testing.assert_allclose(got["resid"]["ld"], lds_resid(model), atol=logit_tol, rtol=0)
     np.testing.assert_allclose(got["heads"]["ld"], lds_heads(model), atol=logit_tol, rtol=0)
     ind = interpret.induction(model, got["induction"]["ids"], 10)
-    np.testing.assert_allclose(got["induction"]["scores"], ind["scores"].ravel(), atol=1e-5 if exact else 0.05, rtol=0)
+    np.testing.assert_allclose(got["induction"]["scores"], ind["scores"].ravel(), atol=1e-5 if exact else 1e-3, rtol=0)
     np.testing.assert_allclose(got["induction"]["loss"], ind["loss"], atol=1e-4 if exact else 0.05, rtol=0)
     dla = interpret.logit_attribution(model, IDS, got["dla"]["token"])
     parts_tol = 1e-4 if exact else 0.15 * np.abs(np.concatenate([dla["heads"].ravel(), dla["mlps"]])).max()

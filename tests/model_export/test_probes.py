@@ -146,9 +146,9 @@ def test_induction_scores_and_loss(case):
     scores = np.stack([out[f"attentions.{i}"][0][:, queries, queries - half + 1].mean(axis=1) for i in range(cfg["n_layer"])])
     logp = np.log(interpret.softmax(out["logits"][0, :-1].astype(np.float64)))
     loss = -logp[np.arange(len(ids) - 1), ids[1:]]
-    atol = 1e-5 if name in FP32 else 0.05
-    np.testing.assert_allclose(scores, want["scores"], atol=atol, rtol=0)
-    np.testing.assert_allclose(loss, want["loss"], atol=atol * 10, rtol=0)
+    exact = name in FP32
+    np.testing.assert_allclose(scores, want["scores"], atol=1e-5 if exact else 1e-3, rtol=0)
+    np.testing.assert_allclose(loss, want["loss"], atol=1e-4 if exact else 0.1, rtol=0)
 
 
 def test_direct_logit_attribution(case):
