@@ -127,6 +127,9 @@ export class TxInspect extends TxElement {
     const generation = ++this.generation;
     this.controller?.abort();
     const stale = () => generation !== this.generation;
+    // At once, not when the model answers: until the new result is drawn, what the widget shows
+    // is the old input's, and a pick on it (a cell) is redrawn away.
+    this.showProgress(this.model ? "Running again…" : "Starting…");
     try {
       const model = await loadModel({
         model: this.getAttribute("model") || undefined,

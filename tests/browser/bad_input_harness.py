@@ -5,8 +5,8 @@ The catalogue is the built site's ``assets/tx/embed/v1/catalog.js`` (every widge
 embed page and its documented attributes), so a new widget is swept without editing a test.
 
 ``INSTRUMENT`` is added to every page before its own scripts. It counts what is still on
-its way (timers of up to a second, such as a debounce; fetches; calls posted to a Web Worker
-and not answered yet), so ``settle`` can wait exactly until a widget has finished reacting
+its way (timers of up to a second, such as a debounce; fetches; the WebGPU adapter and Cache
+Storage requests; calls posted to a Web Worker and not answered yet), so ``settle`` can wait exactly until a widget has finished reacting
 to an input instead of sleeping, and it records what an injected payload would do
 (``alert()``, ``window.__pwned``).
 """
@@ -67,10 +67,18 @@ INSTRUMENT = r"""(() => {
     const rawRead = Response.prototype[name];
     Response.prototype[name] = function (...args) { return track(rawRead.apply(this, args)); };
   }
-  if (globalThis.crypto?.subtle) {
-    const rawDigest = crypto.subtle.digest.bind(crypto.subtle);
-    crypto.subtle.digest = (...args) => track(rawDigest(...args));
-  }
+  // Other promises a widget may wait on before it posts to a worker: the digest of a download,
+  // the WebGPU adapter (what loadModel's "auto" asks for on every run, null in a browser
+  // without one) and the Cache Storage of the downloads. Untracked, such a wait looks quiet
+  // while the widget is about to draw again.
+  const trackMethod = (owner, name) => {
+    const rawMethod = owner?.[name];
+    if (typeof rawMethod === "function") owner[name] = function (...args) { return track(rawMethod.apply(this, args)); };
+  };
+  trackMethod(globalThis.crypto?.subtle, "digest");
+  trackMethod(navigator.gpu, "requestAdapter");
+  for (const name of ["open", "match", "has", "keys", "delete"]) trackMethod(globalThis.CacheStorage?.prototype, name);
+  for (const name of ["match", "matchAll", "put", "add", "addAll", "keys", "delete"]) trackMethod(globalThis.Cache?.prototype, name);
   // The Python and model workers answer a request {id, ...} with {id, result|error} (no type).
   const RawWorker = window.Worker;
   window.Worker = class extends RawWorker {
@@ -349,36 +357,52 @@ def _watched_page_class():
     return module.WatchedPage
 
 
-class WidgetPage:
-    """One embed page for a whole test module, into which each test puts a fresh widget.
+def family(tag: str) -> str:
+    """Which widgets share a page: the pipeline stages, the other model widgets, the Python ones."""
+    if tag.startswith("tx-stage-"):
+        return "stages"
+    return "model" if WIDGETS.get(tag, {}).get("runtime") == "model" else "python"
 
-    Python (Pyodide and NumPy) and the model start once for all the widgets instead of once
-    per widget, which is most of the time a sweep of 33 widgets would otherwise take. Each
-    test still sees only what its own widget did: the errors logged since it started.
+
+class WidgetPage:
+    """One embed page per widget family (``family``), into which each test puts a fresh widget.
+
+    Python (Pyodide and NumPy) and the model start once for a family instead of once per
+    widget, which is most of the time a sweep of 40 widgets would otherwise take. Each test
+    still sees only what its own widget did: the errors logged since it started. A family
+    gets a page of its own: the model sessions and workers earlier widgets left in a page
+    (one per variant and graph they asked for) made each later widget in it slower, the
+    pipeline stages three to four times.
     """
 
     def __init__(self, browser, site_url):
         self.browser = browser
         self.site_url = site_url
         self.watched = None
+        self.family = None
 
-    def open(self):
+    def open(self, tag: str):
+        """A fresh context on the embed page of `tag` (the first widget of its family)."""
         context = self.browser.new_context(**NO_SERVICE_WORKER)
         self.watched = _watched_page_class()(context, self.site_url)
         self.watched.page.add_init_script(INSTRUMENT)
-        self.watched.goto(f"embed/{WIDGETS[TAGS[0]]['name']}/")
+        self.watched.goto(f"embed/{WIDGETS[tag]['name']}/")
         self.watched.page.wait_for_selector("#tx-frame > *", state="attached")
 
     def show(self, tag: str) -> str:
         """Replace the frame's widget by a fresh `<tag>` (no attributes); its CSS selector."""
+        if self.watched is not None and self.family != family(tag):
+            self.close()
         if self.watched is None or self.watched.page.is_closed():
-            self.open()
+            self.open(tag)
+            self.family = family(tag)
         self.watched.page.evaluate("tag => document.querySelector('#tx-frame').replaceChildren(document.createElement(tag))", tag)
         return f"#tx-frame > {tag}"
 
     def close(self):
         if self.watched is not None:
             self.watched.page.context.close()
+            self.watched = None
 
 
 @pytest.fixture(scope="module")
