@@ -132,9 +132,10 @@ def test_webgpu_greedy_and_seeded_sampling_match_the_reference(webgpu_page, toke
     widget = widget_ready(p, add_exact_widget(p, "webgpu"), timeout=240_000)
     assert widget.get_attribute("data-backend") == "webgpu"
     assert "WebGPU" in widget.locator(".badge").inner_text()
-    check_run(p, widget, tokenizer, prompt="The Transformer is a", temperature=0, top_k=0, top_p=1, seed=1)
-    # WebGPU here is SwiftShader on the CPU (about a second per step): a shorter sampled run.
-    check_run(p, widget, tokenizer, prompt="Once upon a time", temperature=0.8, top_k=50, top_p=0.95, seed=7, new_tokens=12)
+    # WebGPU here is SwiftShader on the CPU (2 to 3 s per decoding step): short runs, which still
+    # decode from the KV cache on the GPU for several steps; the long ones run on WASM above.
+    check_run(p, widget, tokenizer, prompt="The Transformer is a", temperature=0, top_k=0, top_p=1, seed=1, new_tokens=4)
+    check_run(p, widget, tokenizer, prompt="Once upon a time", temperature=0.8, top_k=50, top_p=0.95, seed=7, new_tokens=4)
 
 
 def test_stop_alternatives_keyboard_and_settings_messages(page):
