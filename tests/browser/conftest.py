@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from served import SITE, block_other_origins
+from served import SITE, record_other_origins
 from sitebuild.chromium import HEADLESS_ARGS, find_chromium
 from sitebuild.serve import serve_in_thread
 
@@ -69,7 +69,7 @@ class WatchedPage:
         self.external: list[str] = []
         self.errors: list[str] = []
         self.expected: list[str] = []  # markers of errors a test provoked on purpose
-        block_other_origins(context, [site_url], self.external)
+        record_other_origins(context, [site_url], self.external)
         self.page = context.new_page()
         self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))

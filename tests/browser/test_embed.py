@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from demos import attention, bpe, rope, sampling
-from served import block_other_origins
+from served import record_other_origins
 from sitebuild.chromium import QUIET_ARGS, find_chromium, resolver_rule
 from sitebuild.serve import make_server
 from widget_checks import TOL, assert_close, shown_attention
@@ -112,7 +112,7 @@ class Watch:
 
     def __init__(self, context, origins):
         self.external, self.errors = [], []
-        block_other_origins(context, origins, self.external)
+        record_other_origins(context, origins, self.external)
         context.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         context.on("weberror", lambda e: self.errors.append(f"uncaught: {e.error}"))
         context.on("response", lambda r: self.errors.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None)
