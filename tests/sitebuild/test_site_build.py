@@ -7,20 +7,33 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_strict_build_is_clean(tmp_path):
-    out = tmp_path / "site"
+URL = "https://example.org/book/"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """One `mkdocs build --strict` into a fresh directory, at another site_url (SITE_URL): the
+    build `make site` does, checked from scratch, and the address every check below reads."""
+    out = tmp_path_factory.mktemp("build") / "site"
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # Material's end-of-life banner
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": URL},  # NO_MKDOCS_2_WARNING: no end-of-life banner from Material
+    )
     assert result.returncode == 0, result.stderr
     assert "WARNING" not in result.stderr, result.stderr
+    return out
+
+
+def test_strict_build_is_clean(built):
+    out = built
     for required in [
         "assets/vendor/pyodide/pyodide.mjs",
         "assets/vendor/ort/ort.webgpu.min.mjs",
@@ -39,19 +52,10 @@ def test_strict_build_is_clean(tmp_path):
         assert "fonts.googleapis" not in html and "fonts.gstatic" not in html
 
 
-def test_sitemap_lists_every_page_at_the_site_url(tmp_path):
+def test_sitemap_lists_every_page_at_the_site_url(built):
     """sitemap.xml (what Material's instant navigation follows) names every page of the nav
     at SITE_URL; the pages link to the previous and the next page (navigation.footer)."""
-    out = tmp_path / "site"
-    url = "https://example.org/book/"
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": url},
-    )
-    assert result.returncode == 0, result.stderr
+    out, url = built, URL
     ns = {"s": "http://www.sitemaps.org/schemas/sitemap/0.9"}
     locs = [e.text for e in ET.parse(out / "sitemap.xml").getroot().findall("s:url/s:loc", ns)]
     pages = sorted(
