@@ -40,11 +40,12 @@ MANIFEST   := $(MODEL_DIR)/manifest.json
 TABLES     := $(MODEL_DIR)/tables/index.json
 INSPECT    := $(MODEL_DIR)/.build/reference-inspect.onnx
 
-.PHONY: help serve test lint format site setup assets model browser pyodide-wheels clean check-budgets
+.PHONY: help serve test test-fast test-durations lint format site setup assets model browser pyodide-wheels clean check-budgets
 
 help:
 	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
 	@echo "make test    build everything and run every test"
+	@echo "make test-fast   the CPython and node tests and one browser smoke test (under 3 minutes)"
 	@echo "(also: make lint | format | site | model MODEL=... | assets | setup | check-budgets | clean)"
 
 # The address written into sitemap.xml (mkdocs.yml's site_url): the one `make serve` serves.
@@ -52,9 +53,32 @@ serve: export SITE_URL ?= http://127.0.0.1:$(PORT)/
 serve: site
 	$(PY) -m sitebuild.serve $(SITE_DIR) --port $(PORT)
 
+# The whole suite: the node tests run beside pytest, which shares the tests out over two
+# workers (tests/conftest.py says how); durations of the slowest 25 at the end.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 test: lint site browser pyodide-wheels
-	node --test tests/js/
-	$(PY) -m pytest
+	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL))
+
+# The inner loop (under 3 minutes): every CPython test but the ONNX exports, the node tests and
+# one browser smoke test (a page with a Python widget and a model widget, as a reader loads it).
+test-fast: lint site browser
+	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL) -m "smoke or not (browser or slow)")
+
+# Runs the whole suite with every test's duration and rewrites tests/durations.json (the
+# order in which pytest -n shares the groups out) and the table in tests/README.md.
+test-durations: lint site browser pyodide-wheels
+	TX_TEST_DURATIONS=build/test-durations.json $(PY) -m pytest $(PYTEST_PARALLEL)
+	$(PY) tests/durations.py build/test-durations.json
+
+# $(call beside_node,COMMAND): COMMAND with `node --test tests/js/` running beside it; its
+# output follows COMMAND's, and the recipe fails when either failed.
+define beside_node
+@mkdir -p build; node --test tests/js/ > build/node-test.log 2>&1 & node=$$!; \
+	echo '$(1)'; $(1); status=$$?; \
+	wait $$node; node_status=$$?; echo "--- node --test tests/js/ (beside it):"; tail -n 12 build/node-test.log; \
+	[ $$status -eq 0 ] && [ $$node_status -eq 0 ]
+endef
 
 # Lint and format checks: ruff (pycodestyle, pyflakes, import order, bugbear, pyupgrade, and its
 # formatter; pyproject.toml) on the Python, prettier (.prettierrc.json) on the browser JS and CSS.

@@ -31,10 +31,17 @@ import time
 
 import pytest
 
-from bad_input_harness import INSTRUMENT, LONE_SURROGATE, TAGS, widget_entry, widget_page  # noqa: F401 (widget_page: a fixture)
+from bad_input_harness import INSTRUMENT, LONE_SURROGATE, TAGS, family, widget_entry, widget_page  # noqa: F401 (widget_page: a fixture)
 from reader import BAD_VALUE, bad_values
 
 pytestmark = pytest.mark.browser
+
+
+def xdist_group(item) -> str:
+    """tests/conftest.py: the widgets of one family share a page, and a worker."""
+    params = getattr(item, "callspec", None)
+    return family(params.params["tag"]) if params is not None and "tag" in params.params else ""
+
 
 START_TIMEOUT = 120_000  # ms: the first Python or model start on a busy 2-core machine
 SETTLE_TIMEOUT = 30_000  # ms: one value

@@ -15,9 +15,16 @@ from __future__ import annotations
 
 import pytest
 
-from bad_input_harness import TAGS, widget_entry, widget_page  # noqa: F401 (widget_page: a fixture)
+from bad_input_harness import TAGS, family, widget_entry, widget_page  # noqa: F401 (widget_page: a fixture)
 
 pytestmark = pytest.mark.browser
+
+
+def xdist_group(item) -> str:
+    """tests/conftest.py: the widgets of one family share a page, and a worker."""
+    params = getattr(item, "callspec", None)
+    return family(params.params["tag"]) if params is not None and "tag" in params.params else ""
+
 
 START_TIMEOUT = 120_000
 SETTLE_TIMEOUT = 30_000
