@@ -47,6 +47,7 @@ def pytest_collection_modifyitems(config, items):
     group = {item: group_of(item) for item in items}
     for item, name in group.items():
         item.add_marker(pytest.mark.xdist_group(name))
+        item.user_properties.append(("group", name))  # reaches the xdist controller with each report
     yield
     seconds = expected_seconds()
     items.sort(key=lambda item: -seconds.get(group.get(item, ""), 0.0))  # stable: a group stays in order
@@ -54,12 +55,13 @@ def pytest_collection_modifyitems(config, items):
 
 # `make test-durations`: every test's time (setup, call and teardown) and group, written by the
 # process that reports (the xdist controller, or pytest itself) into TX_TEST_DURATIONS.
-_times: dict[str, float] = {}
+_times: dict[str, dict] = {}
 
 
 def pytest_runtest_logreport(report):
     if os.environ.get("TX_TEST_DURATIONS"):
-        _times[report.nodeid] = _times.get(report.nodeid, 0.0) + report.duration
+        entry = _times.setdefault(report.nodeid, {"group": dict(report.user_properties).get("group"), "seconds": 0.0})
+        entry["seconds"] += report.duration
 
 
 def pytest_sessionfinish(session):

@@ -1,8 +1,7 @@
 """Summarise one timed run of the suite (``make test-durations``).
 
 Reads the per-test times that tests/conftest.py wrote (``TX_TEST_DURATIONS``: node id ->
-seconds of setup, call and teardown; under ``--dist loadgroup`` the id ends in
-``@<group>``) and writes
+its xdist group and the seconds of its setup, call and teardown) and writes
 
 * ``tests/durations.json``: seconds per xdist group, which tests/conftest.py uses to hand the
   longest groups out first;
@@ -26,21 +25,14 @@ GROUPS = HERE / "durations.json"
 BEGIN, END = "<!-- durations: written by `make test-durations` -->", "<!-- /durations -->"
 
 
-def split(nodeid: str) -> tuple[str, str]:
-    """(test file, xdist group) of a node id."""
-    test, _, group = nodeid.partition("@")
-    path = test.split("::")[0]
-    return path, group or path
-
-
-def summarise(times: dict[str, float]) -> tuple[dict[str, float], list[tuple[str, int, float]]]:
+def summarise(times: dict[str, dict]) -> tuple[dict[str, float], list[tuple[str, int, float]]]:
     """Seconds per group, and (file, tests, seconds) per file, slowest first."""
     groups: dict[str, float] = defaultdict(float)
     files: dict[str, list[float]] = defaultdict(list)
-    for nodeid, seconds in times.items():
-        path, group = split(nodeid)
-        groups[group] += seconds
-        files[path].append(seconds)
+    for nodeid, entry in times.items():
+        path = nodeid.split("::")[0]
+        groups[entry["group"] or path] += entry["seconds"]
+        files[path].append(entry["seconds"])
     rows = sorted(((path, len(s), sum(s)) for path, s in files.items()), key=lambda r: -r[2])
     return {g: round(s, 1) for g, s in sorted(groups.items())}, rows
 
@@ -63,7 +55,7 @@ def main(argv: list[str]) -> int:
         print(f"{README} has no {BEGIN} … {END} section", file=sys.stderr)
         return 1
     README.write_text(pattern.sub(lambda _: f"{BEGIN}\n{table(rows)}\n{END}", readme), encoding="utf-8")
-    print(f"{len(times)} tests, {sum(times.values()):.0f} s of test time: {GROUPS.name} and the table in {README.name} rewritten")
+    print(f"{len(times)} tests, {sum(e['seconds'] for e in times.values()):.0f} s of test time: {GROUPS.name} and the table in {README.name} rewritten")
     return 0
 
 
