@@ -62,7 +62,7 @@ test: lint site browser pyodide-wheels
 
 # The inner loop (under 3 minutes): every CPython test but the ONNX exports, the node tests and
 # one browser smoke test (a page with a Python widget and a model widget, as a reader loads it).
-test-fast: lint site browser
+test-fast: lint site browser pyodide-wheels
 	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL) -m "smoke or not (browser or slow)")
 
 # Runs the whole suite with every test's duration and rewrites tests/durations.json (the
