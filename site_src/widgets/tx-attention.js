@@ -24,6 +24,8 @@ import { TxLab } from "./lab.js";
 
 const DEFAULT_SENTENCE = "The cat sat on the mat because it was tired";
 const MAX_HEADS = 8;
+// Up to this many keys fit a phone's width (the cells shrink); a longer sentence's map scrolls.
+const KEYS_THAT_FIT = 10;
 
 /** The explorer's own matrices: toy embeddings and seeded weights, computed by demos.attention. */
 export const toySource = {
@@ -37,7 +39,8 @@ const STYLE = `
   .controls input[type=text] { font: inherit; width: 100%; box-sizing: border-box; padding: 0.2em 0.3em; }
   .controls label.wide { grid-column: 1 / -1; grid-template-columns: 6.5em 1fr; }
   .controls label.check { grid-template-columns: 6.5em auto 1fr; }
-  .matrix { overflow-x: auto; --cell: clamp(1.5em, 5.8vw, 2.4em); }
+  .matrix { overflow-x: auto; --cell: clamp(1.4em, 5.8vw, 2.4em); }
+  @media (max-width: 600px) { .grid .row { font-size: 0.9em; } }
   .grid { display: grid; gap: 2px; width: max-content; font-variant-numeric: tabular-nums; }
   .grid .tok { font-family: var(--md-code-font-family, monospace); white-space: nowrap; padding: 0 0.3em; }
   .grid .col { writing-mode: vertical-rl; transform: rotate(180deg); text-align: left; align-self: end; padding: 0.3em 0; }
@@ -48,11 +51,13 @@ const STYLE = `
           border: 1px solid color-mix(in srgb, var(--tx-fg) 28%, transparent);
           display: flex; align-items: center; justify-content: center; font-size: 0.75em; cursor: default;
           background: color-mix(in srgb, var(--tx-accent-text) calc(var(--w) * 100%), var(--md-default-bg-color, #fff)); }
-  .cell .num { visibility: hidden; color: var(--tx-fg); background: var(--md-default-bg-color, #fff); border-radius: 2px; padding: 0 1px; }
-  .cell:hover .num, .cell:focus .num { visibility: visible; }
+  /* Shown on hover or focus only; not laid out otherwise, so the last column's number does not
+     widen the map (on a phone, a map that scrolls sideways by a hidden number). */
+  .cell .num { display: none; color: var(--tx-fg); background: var(--md-default-bg-color, #fff); border-radius: 2px; padding: 0 1px; }
+  .cell:hover .num, .cell:focus .num { display: inline; }
   .cell:focus { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
   .cell.masked { background: repeating-linear-gradient(45deg, var(--tx-border) 0 2px, transparent 2px 6px); border-style: dashed; }
-  .cell.masked .num { visibility: hidden; }
+  .cell.masked .num { display: none; }
   .axis { color: var(--tx-muted); font-size: 0.85em; }
   .readout { min-height: 1.4em; margin-top: 0.5em; }
   .legend { display: flex; gap: 1.2em; align-items: center; flex-wrap: wrap; margin-top: 0.4em; color: var(--tx-muted); }
@@ -158,6 +163,7 @@ class TxAttention extends TxLab {
     this.dataset.head = String(this.selectedHead);
     const grid = this.$(".grid");
     grid.style.gridTemplateColumns = `auto repeat(${n}, var(--cell))`;
+    this.$(".matrix").classList.toggle("scroll", n > KEYS_THAT_FIT);
     grid.setAttribute("aria-label", `Attention weights of head ${this.selectedHead + 1}: ${n} queries by ${n} keys`);
     const label = (i) => `${escapeHtml(tokens[i])}${tokens.indexOf(tokens[i]) !== i ? `<sub>${i + 1}</sub>` : ""}`;
     const pad = (i) => (isPad[i] ? " pad" : "");

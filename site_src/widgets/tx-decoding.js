@@ -193,7 +193,7 @@ class TxDecoding extends TxLab {
   }
 
   beamSteps(steps) {
-    return `<div class="steps" tabindex="0" role="group" aria-label="Beam search candidates, one column per step">${steps
+    return `<div class="steps scroll" tabindex="0" role="group" aria-label="Beam search candidates, one column per step">${steps
       .map((candidates, k) => {
         const shown = candidates.filter((c, i) => c.kept || i < SHOWN_PER_STEP);
         const hidden = candidates.length - shown.length;
@@ -214,7 +214,7 @@ class TxDecoding extends TxLab {
 
   greedySteps(result) {
     const tokens = this.model ? this.model.tokens : [];
-    return `<div class="steps" tabindex="0" role="group" aria-label="Greedy choices, one column per step">${result.steps
+    return `<div class="steps scroll" tabindex="0" role="group" aria-label="Greedy choices, one column per step">${result.steps
       .map((s, k) => {
         const options = s.probs
           .map((p, i) => ({ p, w: tokens[i] }))

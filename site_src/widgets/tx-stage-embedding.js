@@ -64,7 +64,7 @@ class TxStageEmbedding extends PipelineStage {
       ${shapeLine("Looked-up rows", [ids.length, GPT2_SMALL.n_embd], [ids.length, C], model.info.name)}
       <div class="pl-figs">
       ${heatmap(rows, { name: "wte-rows", caption: `Figure 2. Rows wte[id] for your tokens (first ${cols} of ${C} numbers each; dark = large, hatched = negative).`, rowLabels: tokenLabels(model, ids), colLabel: `dimension 0 … ${cols - 1}` })}
-      <figure class="pl-fig"><figcaption>Rows closest in direction to “${escapeHtml(visible(model.tokenizer.tokenToString(ids[pos])))}” (cosine; the token itself first).</figcaption>
+      <figure class="pl-fig scroll"><figcaption>Rows closest in direction to “${escapeHtml(visible(model.tokenizer.tokenToString(ids[pos])))}” (cosine; the token itself first).</figcaption>
         <table class="pl-table pl-neighbours"><thead><tr><th>token</th><th>id</th><th>cosine</th></tr></thead><tbody>${table}</tbody></table></figure>
       </div>`;
   }

@@ -35,7 +35,7 @@ class TxStageLogits extends PipelineStage {
     return `${shapeLine("last token's vector", [g.n_embd], [C], model.info.name)}
       ${shapeLine("× wteᵀ", [g.n_embd, g.vocab_size], [C, V], model.info.name)}
       ${shapeLine("logits", [g.vocab_size], [V], model.info.name)}
-      <figure class="pl-fig"><figcaption>Figure 6. The ten largest logits after “${escapeHtml(visible(model.tokenizer.tokenToString(ids[T - 1])))}”: the model's, and LN_f(x) · wte[id] recomputed here with the table of stage 2: ${await weightsPhrase(model)}.</figcaption>
+      <figure class="pl-fig scroll"><figcaption>Figure 6. The ten largest logits after “${escapeHtml(visible(model.tokenizer.tokenToString(ids[T - 1])))}”: the model's, and LN_f(x) · wte[id] recomputed here with the table of stage 2: ${await weightsPhrase(model)}.</figcaption>
       <table class="pl-table pl-logits"><thead><tr><th>token</th><th>id</th><th>model's logit</th><th>LN_f(x)·wte[id]</th></tr></thead><tbody>${rows}</tbody></table></figure>`;
   }
 }

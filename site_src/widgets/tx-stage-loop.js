@@ -45,7 +45,7 @@ class TxStageLoop extends PipelineStage {
     const T = ids.length;
     return `${shapeLine("one layer's cached keys after the prompt", [g.n_head, T, g.n_embd / g.n_head], [H, T, hd], model.info.name)}
       <p class="pl-note">Greedy continuation: <q>${escapeHtml(text + summary.tail)}</q></p>
-      <figure class="pl-fig"><figcaption>Figure 8. Each row is one trip through stages 2–7. “fed” is how many tokens entered the model; “from cache” how many earlier positions it read instead of recomputing; the cache holds keys and values for every layer (${L}) and head (${H}), ${(perToken / 1024).toFixed(1)} KiB per position in float32.</figcaption>
+      <figure class="pl-fig scroll"><figcaption>Figure 8. Each row is one trip through stages 2–7. “fed” is how many tokens entered the model; “from cache” how many earlier positions it read instead of recomputing; the cache holds keys and values for every layer (${L}) and head (${H}), ${(perToken / 1024).toFixed(1)} KiB per position in float32.</figcaption>
       <table class="pl-table pl-loop" data-ids="${JSON.stringify(newIds)}"><thead><tr><th>step</th><th>token</th><th>id</th><th>fed</th><th>from cache</th><th>positions cached after</th><th>cache size</th></tr></thead><tbody>${rows.join("")}</tbody></table></figure>`;
   }
 }

@@ -49,7 +49,7 @@ class TxStageResidual extends BlockStage {
     const diff = maxAbsDiff(b.next, b.nextModel);
     const cols = Math.min(C, MAX_COLS);
     return `${shapeLine("x before and after the block", [T, GPT2_SMALL.n_embd], [T, C], model.info.name)}
-      <figure class="pl-fig"><figcaption>Per token: vector lengths ‖·‖, and the mean / standard deviation of x and of LN₁(x) (γ and β included).</figcaption>
+      <figure class="pl-fig scroll"><figcaption>Per token: vector lengths ‖·‖, and the mean / standard deviation of x and of LN₁(x) (γ and β included).</figcaption>
       <table class="pl-table pl-residual"><thead><tr><th>token</th><th>‖x‖</th><th>x: mean / std</th><th>LN₁(x): mean / std</th><th>‖attn update‖</th><th>‖MLP update‖${train ? " (dropout)" : ""}</th><th>‖x after block‖</th></tr></thead><tbody>${rows}</tbody></table></figure>
       ${train ? `<p class="pl-note">Training mode: ${dropped} of ${T * C} numbers of the MLP update were set to 0, the others divided by ${1 - P_DROP}. At inference (switch off) nothing is dropped.</p>` : ""}
       ${heatmap(slice2d(b.nextModel, T, C, 0, cols), { name: `hidden_states.${layer + 1}`, caption: `The model's hidden_states.${layer + 1}: the residual stream after block ${layer} (first ${cols} of ${C})`, rowLabels: labels, cell: 6 })}

@@ -80,7 +80,7 @@ class TxStageSampling extends PipelineStage {
       .join("");
     return `${shapeLine("probabilities", [GPT2_SMALL.vocab_size], [model.info.config.vocab_size], model.info.name)}
       <p class="pl-note pl-summary" data-candidates="${candidates}" data-sampled="${pick.id}">${candidates.toLocaleString("en")} candidate${candidates === 1 ? "" : "s"} survive the filters; seed ${seed} draws “${escapeHtml(visible(model.tokenizer.tokenToString(pick.id)))}” (id ${pick.id}, probability ${formatProb(pick.sampleProb)} in this distribution).</p>
-      <figure class="pl-fig"><figcaption>Figure 7. The most likely kept tokens and their probabilities after the dials (bar length and number).</figcaption>
+      <figure class="pl-fig scroll"><figcaption>Figure 7. The most likely kept tokens and their probabilities after the dials (bar length and number).</figcaption>
       <table class="pl-table pl-probs"><thead><tr><th>token</th><th>id</th><th>probability</th></tr></thead><tbody>${rows}</tbody></table></figure>`;
   }
 }

@@ -65,9 +65,9 @@ class TxStageTokens extends PipelineStage {
     );
     return `${shapeLine("Token ids", [ids.length], [ids.length], model.info.name)}
       <p class="pl-note">${enc.total} token${enc.total === 1 ? "" : "s"} from ${[...text].length} characters; the vocabulary has ${GPT2_SMALL.vocab_size.toLocaleString("en")} entries.</p>
-      <figure class="pl-fig"><figcaption>Figure 1. Your prompt as tokens: the piece, its id (a row of the embedding table) and its position.</figcaption>
+      <figure class="pl-fig scroll"><figcaption>Figure 1. Your prompt as tokens: the piece, its id (a row of the embedding table) and its position.</figcaption>
         <div class="pl-tokens" data-ids="${JSON.stringify(ids)}">${chips}</div></figure>
-      <figure class="pl-fig"><figcaption>How “${escapeHtml(word.word.replace(/Ġ/g, "␣"))}” was split: ${word.steps.length} merge${word.steps.length === 1 ? "" : "s"}, lowest rank first.</figcaption>
+      <figure class="pl-fig scroll"><figcaption>How “${escapeHtml(word.word.replace(/Ġ/g, "␣"))}” was split: ${word.steps.length} merge${word.steps.length === 1 ? "" : "s"}, lowest rank first.</figcaption>
         <ol class="pl-merges" data-tokens='${JSON.stringify(word.tokens).replace(/'/g, "&#39;")}'>${steps.join("")}</ol></figure>`;
   }
 }

@@ -143,6 +143,31 @@ def clipped(page) -> list[str]:
     return page.evaluate(_CLIPPED)
 
 
+# Inside widgets: a box the reader must scroll sideways to see whole. Code (pre, textarea) and a
+# box marked `.scroll` (a wide numeric table, a pipeline figure, the decoding steps) may; a figure of the
+# page's own example must fit the screen (the attention map of ten keys on a phone, say).
+_SCROLLS = """() => {
+  const found = [];
+  const walk = (root, widget) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (el.shadowRoot) walk(el.shadowRoot, el.localName);
+      if (!widget || el.matches("pre, textarea, .scroll") || !el.checkVisibility()) continue;
+      if (!["auto", "scroll"].includes(getComputedStyle(el).overflowX)) continue;
+      if (el.scrollWidth > el.clientWidth + 2) {
+        found.push(`<${widget}> ${el.localName}.${el.className} must be scrolled sideways: ${el.scrollWidth} px of content in ${el.clientWidth}`);
+      }
+    }
+  };
+  walk(document, "");
+  return found;
+}"""
+
+
+def scrolls_sideways(page) -> list[str]:
+    """Widget figures wider than their box, that the reader must scroll to see whole."""
+    return page.evaluate(_SCROLLS)
+
+
 def screenshot_widgets(page, label: str) -> list[Path]:
     """A PNG of every tx-* widget on the page under build/screenshots/<label>/ (not committed).
 

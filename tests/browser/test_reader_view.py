@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NO_SERVICE_WORKER
-from reader import DESKTOP_WIDTH, PHONE_WIDTH, bad_values, clipped, overflow, overlapping_text, screenshot_widgets
+from reader import DESKTOP_WIDTH, PHONE_WIDTH, bad_values, clipped, overflow, overlapping_text, screenshot_widgets, scrolls_sideways
 from served import ROOT, SITE
 
 pytestmark = pytest.mark.browser
@@ -293,6 +293,7 @@ def test_page(tour, path):
     first = not tour.loaded
     tour.visit(path)
     problems = problems_on(tour.page, FIRST_TIMEOUT_MS if first else PAGE_TIMEOUT_MS, axe=False)
+    problems += scrolls_sideways(tour.page)  # the layout is the same in both schemes
     for scheme in ("dark", "light"):  # light last: the next page starts in the default scheme
         problems += reader_problems(tour, path, scheme)
     errors = tour.watched.errors[errors_before:]
@@ -375,7 +376,7 @@ def test_embed_page(embed_tour, name):
     errors_before, external_before = len(watched.errors), len(watched.external)
     first = not embed_tour.loaded
     p = embed_tour.visit(name)
-    problems = problems_on(p, FIRST_TIMEOUT_MS if first else PAGE_TIMEOUT_MS, axe=False)
+    problems = problems_on(p, FIRST_TIMEOUT_MS if first else PAGE_TIMEOUT_MS, axe=False) + scrolls_sideways(p)
     width = DEVICES[device]["viewport"]["width"]
     for scheme in ("light", "dark"):
         p.evaluate("theme => { document.documentElement.dataset.theme = theme; }", scheme)
@@ -428,13 +429,14 @@ def test_the_checks_catch_what_they_should(page):
 
 
 def test_the_reader_checks_catch_what_they_should(browser, site_url):
-    """A stringified object, an undefined value, a page-widening figure and a cut-off select are caught."""
+    """A stringified object, an undefined value, a page-widening figure, a cut-off select and a figure
+    that must be scrolled sideways are caught."""
     context = browser.new_context(**DEVICES["phone"], **NO_SERVICE_WORKER)
     try:
         p = context.new_page()
         p.goto(site_url + "sampling/")
         wait_for_widgets(p, FIRST_TIMEOUT_MS)
-        assert bad_values(p) == [] and overflow(p, PHONE_WIDTH) == [] and clipped(p) == []
+        assert bad_values(p) == [] and overflow(p, PHONE_WIDTH) == [] and clipped(p) == [] and scrolls_sideways(p) == []
         p.evaluate("""() => {
             const article = document.querySelector("article");
             article.insertAdjacentHTML("beforeend", '<p>Result: [object Object]</p><div style="width:600px">wide</div>');
@@ -442,7 +444,9 @@ def test_the_reader_checks_catch_what_they_should(browser, site_url):
             root.querySelector(".card").insertAdjacentHTML("beforeend",
                 '<span>p = undefined</span><code>None or NaN in code is fine</code>' +
                 '<select name="narrow" style="width:40px"><option>head 1 of 12</option></select>' +
-                '<svg width="200" height="40"><text x="10" y="20">0 Data</text><text x="12" y="23">1 visual</text></svg>');
+                '<svg width="200" height="40"><text x="10" y="20">0 Data</text><text x="12" y="23">1 visual</text></svg>' +
+                '<div class="map" style="overflow-x:auto"><div style="width:600px">map</div></div>' +
+                '<div class="scroll" style="overflow-x:auto"><div style="width:600px">table</div></div>');
         }""")
         assert sorted(bad_values(p)) == [
             "<tx-sampling> shows 'undefined' in 'p = undefined'",
@@ -453,6 +457,7 @@ def test_the_reader_checks_catch_what_they_should(browser, site_url):
         assert wide[0].startswith("page is ") and any(x.startswith("div ends at 6") for x in wide), wide
         assert any("select[name=narrow]" in x for x in clipped(p)), clipped(p)
         assert overlapping_text(p) == ['<tx-sampling> svg: "0 Data" overlaps "1 visual"']
+        assert [x.split(":")[0] for x in scrolls_sideways(p)] == ["<tx-sampling> div.map must be scrolled sideways"], scrolls_sideways(p)
     finally:
         context.close()
 

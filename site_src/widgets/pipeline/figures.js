@@ -53,7 +53,7 @@ export function heatmap(rows, { name, caption, rowLabels = [], colLabel = "", ce
     .join("");
   const [width, height] = [left + C * size + 4, top + R * rowH + 4];
   const json = JSON.stringify(rows.map((r) => r.map((v) => (Number.isFinite(v) ? v : null))));
-  return `<figure class="pl-fig" data-name="${escapeHtml(name)}" data-rows="${R}" data-cols="${C}" data-values='${json}'>
+  return `<figure class="pl-fig scroll" data-name="${escapeHtml(name)}" data-rows="${R}" data-cols="${C}" data-values='${json}'>
     <figcaption>${caption}</figcaption>
     <svg class="pl-heat" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img"
       aria-label="${escapeHtml(`${caption.replace(/<[^>]+>/g, "")}: ${R} rows by ${C} columns, largest magnitude ${max.toPrecision(3)}; hover a cell for its value`)}">

@@ -11,6 +11,7 @@ export const PIPELINE_CSS = `<style>
   .pl-shape { font-family: var(--md-code-font-family, monospace); font-size: 0.9em; margin: 0.3em 0; }
   .pl-row { display: flex; flex-wrap: wrap; gap: 0.6em; align-items: center; margin: 0.4em 0; }
   .pl-figs { display: flex; flex-wrap: wrap; gap: 0.8em; align-items: flex-start; }
+  /* A figure wider than a phone scrolls in its own box (class "scroll": on purpose). */
   figure.pl-fig { margin: 0; max-width: 100%; overflow-x: auto; }
   figure.pl-fig figcaption { font-size: 0.85em; margin-bottom: 0.2em; }
   .pl-tokens { display: flex; flex-wrap: wrap; gap: 0.3em; }
