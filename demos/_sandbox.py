@@ -4,6 +4,11 @@
 calls the function it defines on `NUM_CASES` seeded random inputs, compares every
 result with the reference implementation's and returns plain data.
 
+The reader's code runs inside `demos._isolation.isolated()` (`run_reader_code`): whatever it
+changes in the interpreter is undone before the results are compared, and the reference
+results are computed before it runs, so replacing `np.allclose` or a builtin fools no check
+and breaks no later one.
+
 The reader's exceptions (`Exception` and `SystemExit`) are caught and described, but
 `KeyboardInterrupt` is let through: that is how the browser stops an endless loop
 (Pyodide raises it when the page sets its interrupt buffer), and the caller reports it.
@@ -17,6 +22,8 @@ import traceback
 import warnings
 
 import numpy as np
+
+from demos import _isolation
 
 FILENAME = "<your code>"  # the file name user code runs under, to find its lines in tracebacks
 NUM_CASES = 5  # seeded random inputs per check
@@ -85,9 +92,10 @@ def _describe_inputs(inputs):
 
 
 def _as_result_array(value):
-    """The reader's return value as a float64 array, or None if it is not numeric."""
+    """The reader's return value as a float64 array of its own (a copy, a plain ndarray), or
+    None if it is not numeric."""
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        arr = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):
         return None
     return arr
@@ -144,18 +152,56 @@ def quiet(printed):
         yield
 
 
-def _run_cases(bug, fn, reference_fn):
-    """Call `fn` and the reference on every seeded input; stop at the first failure."""
+def seeded_inputs(entry):
+    """The `NUM_CASES` seeded inputs of a snippet or exercise."""
+    return [entry.make_inputs(np.random.default_rng(1000 + case)) for case in range(NUM_CASES)]
+
+
+def reference_results(entry, inputs):
+    """The reference function's result on each input, as float64 arrays (before any reader code runs)."""
+    reference_fn = _reference_function(entry)
+    return [np.asarray(reference_fn(*_copy(i).values()), dtype=np.float64) for i in inputs]
+
+
+def run_reader_code(code, entry, inputs, printed, stop_at_error):
+    """Run the reader's `code`, call its function on each input, undo what it changed.
+
+    Everything that can run the reader's code (the `exec`, the calls, turning a result into
+    an array, the text of an exception it raised) happens inside `_isolation.isolated()`, so
+    what the caller does next sees the interpreter as it was.
+
+    Returns:
+        `(load_error, outcomes)`: the error info of code that does not run or defines no such
+        function (then `outcomes` is empty), else None and one `(array or None, error info or
+        None)` per input called (up to the first exception when `stop_at_error`).
+    """
+    outcomes = []
+    with _isolation.isolated(), quiet(printed):
+        try:
+            fn = _load(code, entry)
+        except _UserCodeError as exc:
+            return exc.info, []
+        for case_inputs in inputs:
+            try:
+                got = _as_result_array(fn(*_copy(case_inputs).values()))
+            except (Exception, SystemExit) as exc:
+                outcomes.append((None, _describe_exception(exc, code, "while calling your function")))
+                if stop_at_error:
+                    break
+            else:
+                outcomes.append((got, None))
+    return None, outcomes
+
+
+def _first_failure(bug, inputs, expected, outcomes):
+    """(failed case or None, worst error, problem) over the outcomes, in order."""
     worst = 0.0
-    for case in range(NUM_CASES):
-        inputs = bug.make_inputs(np.random.default_rng(1000 + case))
-        expected = np.asarray(reference_fn(*_copy(inputs).values()), dtype=np.float64)
-        got = _as_result_array(fn(*_copy(inputs).values()))  # exceptions go to the caller, which reports the line
-        if bug.select is not None and got is not None and got.shape == expected.shape:
-            got, expected = bug.select(inputs, got), bug.select(inputs, expected)
-        ok, err, problem = _compare(got, expected)
+    for case, ((got, _), want) in enumerate(zip(outcomes, expected)):
+        if bug.select is not None and got is not None and got.shape == want.shape:
+            got, want = bug.select(inputs[case], got), bug.select(inputs[case], want)
+        ok, err, problem = _compare(got, want)
         if not ok:
-            return case, err, f"Input {case + 1} of {NUM_CASES} ({_describe_inputs(inputs)}): {problem}."
+            return case, err, f"Input {case + 1} of {NUM_CASES} ({_describe_inputs(inputs[case])}): {problem}."
         worst = max(worst, err)
     return None, worst, ""
 
@@ -190,18 +236,21 @@ def run(bug, code):
         ValueError: If `code` is not a string or is longer than `MAX_CODE_CHARS`.
     """
     check_code(code)
+    inputs = seeded_inputs(bug)
+    expected = reference_results(bug, inputs)
     printed = io.StringIO()
-    with quiet(printed):
-        try:
-            fn = _load(code, bug)
-            reference_fn = _reference_function(bug)
-            failed, max_err, problem = _run_cases(bug, fn, reference_fn)
-        except _UserCodeError as exc:
-            error = exc.info
-        except (Exception, SystemExit) as exc:
-            error = _describe_exception(exc, code, "while calling your function")
+    error, outcomes = run_reader_code(code, bug, inputs, printed, stop_at_error=True)
+    failed = max_err = problem = None
+    if error is None:
+        error = next((info for _, info in outcomes if info is not None), None)
+        if error is not None:  # the comparison stops where the reader's function raised
+            failed, max_err, problem = _first_failure(bug, inputs, expected, outcomes[:-1])
+            if failed is not None:
+                error = None
         else:
-            error = None
+            failed, max_err, problem = _first_failure(bug, inputs, expected, outcomes)
+    else:
+        error = dict(error)
     result = {
         "passed": False,
         "message": "",

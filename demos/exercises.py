@@ -492,14 +492,11 @@ def solution(exercise_id: str) -> dict:
     return {"id": e.id, "reference": e.reference}
 
 
-def _one_case(e, fn, reference_fn, case, code):
-    inputs = e.make_inputs(np.random.default_rng(1000 + case))
+def _one_case(case, inputs, expected, outcome):
+    """The verdict on one input: the reader's `outcome` (array or None, error info or None) against `expected`."""
+    got, info = outcome
     described = _sandbox._describe_inputs(inputs)
-    expected = np.asarray(reference_fn(*_sandbox._copy(inputs).values()), dtype=np.float64)
-    try:
-        got = _sandbox._as_result_array(fn(*_sandbox._copy(inputs).values()))
-    except (Exception, SystemExit) as exc:
-        info = _sandbox._describe_exception(exc, code, "while calling your function")
+    if info is not None:
         return {"case": case + 1, "inputs": described, "passed": False, "max_abs_error": None, "message": info["summary"], "line": info["line"]}
     ok, err, problem = _sandbox._compare(got, expected)
     if err is not None and not math.isfinite(err):
@@ -535,17 +532,12 @@ def check(exercise_id: str, code: str) -> dict:
     """
     e = _get(exercise_id)
     _sandbox.check_code(code)
+    inputs = _sandbox.seeded_inputs(e)
+    expected = _sandbox.reference_results(e, inputs)
     printed = io.StringIO()
-    cases, error = [], None
-    with _sandbox.quiet(printed):
-        try:
-            fn = _sandbox._load(code, e)
-        except _sandbox._UserCodeError as exc:
-            error = exc.info
-        else:
-            reference_fn = _sandbox._reference_function(e)
-            for case in range(NUM_CASES):
-                cases.append(_one_case(e, fn, reference_fn, case, code))
+    error, outcomes = _sandbox.run_reader_code(code, e, inputs, printed, stop_at_error=False)
+    error = dict(error) if error is not None else None
+    cases = [_one_case(case, inputs[case], expected[case], outcome) for case, outcome in enumerate(outcomes)]
     passed_count = sum(c["passed"] for c in cases)
     result = {
         "exercise_id": e.id,
