@@ -130,6 +130,25 @@ export function workerMessage(which, detail) {
   return detail ? `The model stopped: its worker crashed (${detail}).` : "The model could not start: its worker script (model-worker.js) could not be loaded.";
 }
 
+/**
+ * The message when code ended the page's Python (`os._exit`, a fatal error in the
+ * interpreter): the worker is replaced at once, so the page works again without a reload.
+ * @param {string} how what ended it, as the worker saw it (e.g. "exit(1)")
+ */
+export function pythonEndedMessage(how) {
+  return `That code ended Python (${how}); Python is starting again, so every widget on the page works again in a few seconds.`;
+}
+
+/**
+ * What the progress line says first while a replaced Python starts again, and why it was
+ * replaced: it stopped answering for `ms`, or it had grown to `heapBytes` of memory.
+ * @param {{ms?: number, heapBytes?: number}} why
+ */
+export function pythonRestartNote({ ms, heapBytes }) {
+  if (heapBytes) return `Python had grown to ${(heapBytes / 1024 ** 3).toFixed(1)} GB of memory, so it is starting again to give it back: `;
+  return `Python stopped answering for ${(ms / 1000).toFixed(0)} s, so it is starting again: `;
+}
+
 /** The message when the GPU device under a WebGPU session is lost. */
 export function deviceLostMessage(reason) {
   const why = String(reason || "")

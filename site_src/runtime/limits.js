@@ -22,6 +22,13 @@
  *   go without a download making progress before it counts as failed, whatever the reason
  *   (e.g. WebAssembly that never finishes instantiating); a slow but moving download never
  *   trips it
+ * @property {number} pythonAnswerMs longest time Python's worker may leave a ping unanswered
+ *   while calls wait and none is running, once Python has started (while it starts, the
+ *   limit is `pythonStartMs`), before it counts as gone (it is replaced and the
+ *   waiting calls are sent to the new one; after each such replacement in a row the
+ *   next worker gets twice as long, so a slow device cannot be caught in a loop)
+ * @property {number} pythonHeapBytes size of Python's memory above which its worker is
+ *   replaced after a call, to give the memory back (WebAssembly memory never shrinks)
  */
 
 /** @type {Readonly<Limits>} */
@@ -29,6 +36,8 @@ export const LIMITS = Object.freeze({
   stallNoticeMs: 5000,
   stallTimeoutMs: 30000,
   pythonStartMs: 120000,
+  pythonAnswerMs: 5000,
+  pythonHeapBytes: 1024 ** 3,
 });
 
 /**

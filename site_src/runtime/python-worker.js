@@ -6,13 +6,21 @@
  *               {type: "interrupt-buffer", buffer} once, first, when the page is cross-origin
  *               isolated: a SharedArrayBuffer of two Int32s, [0] Pyodide's interrupt signal
  *               (the page stores 2 there to raise KeyboardInterrupt in the running code),
- *               [1] the id of the call now running in Python (0 when none).
+ *               [1] the id of the call now running in Python (0 when none);
+ *               {type: "start"}: start Python now, without a call (a replacement worker);
+ *               {type: "ping"}: answered {type: "pong"} whenever no Python code is running
+ *               (the page's watch for a worker that has stopped answering).
  * Messages out: {type: "progress", stage, message, done} while starting ("stalled" while a
  *               download gets no data),
  *               {type: "started", id} when a call begins to run in Python,
  *               {id, result} or {id, error: {type, message}} per call; an interrupted
  *               call answers {id, error: {type: "KeyboardInterrupt", ...}}; every call
- *               after a failed start answers {id, error: {type: "StartError", message, file}}.
+ *               after a failed start answers {id, error: {type: "StartError", message, file}};
+ *               a call after which Python can no longer run (its code called `os._exit`,
+ *               or the interpreter failed fatally) answers {id, error: {type: "PythonEnded",
+ *               message}} (the page replaces this worker). Every answer carries
+ *               `heapBytes`, the size of Python's memory after the call (WebAssembly memory
+ *               only grows: the page replaces a worker that has grown too big).
  *
  * Pyodide, NumPy and the demos wheel come from the site itself (assets/vendor/pyodide/);
  * `loadPackage("demos")` resolves NumPy through the lock file and checks both sha256s.
@@ -41,6 +49,7 @@ def _tx_call(module, fn, kwargs):
 `;
 
 let ready = null;
+let python = null; // what boot() returned, once it has
 let failed = null; // the LoadError of a failed start: this worker does not try again
 let limits = { ...LIMITS };
 let interruptSignal = null; // Int32Array(1) on the shared buffer, or null
@@ -86,7 +95,8 @@ async function boot() {
     );
   });
   try {
-    return await Promise.race([start(watch), watch.failed, timeout]);
+    python = await Promise.race([start(watch), watch.failed, timeout]);
+    return python;
   } finally {
     clearInterval(timer);
     watch.stop();
@@ -129,6 +139,30 @@ function pythonError(err) {
   return match ? { type: match[1], message: match[2] } : { type: (err && err.name) || "Error", message: last };
 }
 
+/**
+ * How Python ended, if it can no longer run (Pyodide turns its whole API into throwing
+ * getters after an exit or a fatal error), else null.
+ */
+function endedBy(err) {
+  if (!python) return null;
+  try {
+    void python.pyodide.globals;
+    return null;
+  } catch {
+    const exit = /exit\((-?\d+)\)/.exec(String((err && err.message) || err));
+    return exit ? `exit(${exit[1]})` : `a fatal error: ${lastLine(err).slice(0, 120)}`;
+  }
+}
+
+/** The size of Python's WebAssembly memory in bytes (0 before Python has started). */
+function heapBytes() {
+  try {
+    return python.pyodide._module.HEAP8.buffer.byteLength;
+  } catch {
+    return 0; // not started, or ended
+  }
+}
+
 function isInterrupt(err) {
   return (err && err.type === "KeyboardInterrupt") || /(^|\n)KeyboardInterrupt\s*$/.test(String((err && err.message) || ""));
 }
@@ -136,6 +170,14 @@ function isInterrupt(err) {
 self.onmessage = async ({ data }) => {
   if (data.type === "limits") {
     limits = { ...limits, ...data.limits };
+    return;
+  }
+  if (data.type === "start") {
+    ensureReady().catch(() => {}); // a failure answers the next call, as a StartError
+    return;
+  }
+  if (data.type === "ping") {
+    self.postMessage({ type: "pong" });
     return;
   }
   if (data.type === "interrupt-buffer") {
@@ -165,14 +207,16 @@ self.onmessage = async ({ data }) => {
     }
     const result = pyResult && typeof pyResult.toJs === "function" ? pyResult.toJs({ dict_converter: Object.fromEntries, create_proxies: false }) : pyResult;
     if (pyResult && typeof pyResult.destroy === "function") pyResult.destroy();
-    self.postMessage({ id, result });
+    self.postMessage({ id, result, heapBytes: heapBytes() });
   } catch (err) {
-    const error =
-      err === failed
+    const ended = err !== failed && endedBy(err);
+    const error = ended
+      ? { type: "PythonEnded", message: ended }
+      : err === failed
         ? { type: "StartError", message: err.message, file: err.file }
         : isInterrupt(err)
           ? { type: "KeyboardInterrupt", message: "interrupted" }
           : pythonError(err);
-    self.postMessage({ id, error });
+    self.postMessage({ id, error, heapBytes: heapBytes() });
   }
 };

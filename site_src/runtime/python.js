@@ -23,6 +23,13 @@
  * NumPy call), the worker is terminated and a fresh one started; other calls that were
  * waiting are sent to the new worker.
  *
+ * Code that ends Python (the reader's `os._exit`, a fatal error in the interpreter) rejects
+ * its call with a `PythonError` of type "PythonEnded"; the worker is replaced at once and
+ * Python starts again (with progress), so the page's other widgets keep working. So is a
+ * worker that has grown past `pythonHeapBytes` of memory after a call, and one that leaves
+ * a ping unanswered for `pythonAnswerMs` while calls wait (limits.js): its waiting calls go
+ * to the new worker, and the progress line says why Python is starting again.
+ *
  * When Python cannot start (a runtime file missing, damaged or stalled, the worker script
  * not loading), every waiting call rejects with a `PythonError` whose `retryable` is true
  * and whose message names what failed; the next call replaces the worker and starts
@@ -34,7 +41,7 @@
  * @module python
  */
 
-import { workerMessage } from "./errors.js";
+import { pythonEndedMessage, pythonRestartNote, workerMessage } from "./errors.js";
 import { limits } from "./limits.js";
 import { trackStart } from "./quiet.js";
 import { createModuleWorker } from "./worker.js";
@@ -50,6 +57,15 @@ let startFailed = false;
 let interrupt = null;
 /** Ends the current worker's start for quiet.js (ready or failed), or null once it has. */
 let startSettled = null;
+/** Why the current worker replaced the last one: said before its progress until it is ready. */
+let restartNote = "";
+/** When the current worker last sent anything (performance.now()), and the ping's timer. */
+let lastHeard = 0;
+let pingTimer;
+/** Whether the current worker's Python has started (while it starts, pings get `pythonStartMs`). */
+let pythonStarted = false;
+/** Workers replaced in a row for not answering a ping: each doubles the next one's time. */
+let silentRenewals = 0;
 
 const SIGINT = 2; // what Pyodide's interrupt buffer expects: raise KeyboardInterrupt
 const GRACE_MS = 1500; // an interrupted call that has not stopped by then costs the worker
@@ -89,6 +105,8 @@ export function interruptMode() {
 
 /** Tell every progress listener (and later ones) something about Python's start. */
 function announce(event) {
+  if (event.done) restartNote = "";
+  else if (restartNote) event = { ...event, message: restartNote + event.message };
   lastProgress = event;
   if (event.done && startSettled) {
     startSettled();
@@ -107,6 +125,7 @@ function startFailure(err) {
 function startWorker() {
   const current = (worker = createModuleWorker(new URL("./python-worker.js", import.meta.url)));
   startFailed = false;
+  pythonStarted = false;
   startSettled?.(); // a replaced worker's start is over
   trackStart(
     new Promise((resolve) => {
@@ -122,7 +141,10 @@ function startWorker() {
   }
   current.onmessage = ({ data }) => {
     if (current !== worker) return; // a replaced worker's last words
+    lastHeard = performance.now();
+    if (data.type === "pong") return;
     if (data.type === "progress") {
+      pythonStarted ||= data.stage === "ready";
       announce(data);
       return;
     }
@@ -130,12 +152,19 @@ function startWorker() {
     if (!call) return;
     if (data.type === "started") {
       started(call);
+      keepWatch(); // a call is running: the worker cannot answer pings until it ends
       return;
     }
     pending.delete(data.id);
     finish(call);
+    silentRenewals = 0; // this worker answers
     if (data.error && data.error.type === "KeyboardInterrupt") {
       call.reject(stoppedError(call));
+    } else if (data.error && data.error.type === "PythonEnded") {
+      // The call's code ended Python: a fresh worker takes the other calls and starts now.
+      call.reject(new PythonError("PythonEnded", pythonEndedMessage(data.error.message)));
+      renew("");
+      return;
     } else if (data.error && data.error.type === "StartError") {
       const err = new PythonError("StartError", data.error.message, { retryable: true });
       call.reject(err);
@@ -145,6 +174,8 @@ function startWorker() {
     } else {
       call.resolve(data.result);
     }
+    if (data.heapBytes > limits().pythonHeapBytes) renew(pythonRestartNote({ heapBytes: data.heapBytes }));
+    else keepWatch();
   };
   // The worker script did not load (e.g. HTTP 404), or it threw outside any call.
   current.onerror = (event) => {
@@ -153,6 +184,7 @@ function startWorker() {
     const err = new PythonError("WorkerError", workerMessage("python", event.message), { retryable: true });
     current.terminate();
     worker = null;
+    clearTimeout(pingTimer);
     for (const call of pending.values()) {
       finish(call);
       call.reject(err);
@@ -234,6 +266,40 @@ function replaceWorker(calls = [...pending.values()]) {
     pending.set(call.id, call);
     worker.postMessage(call.message);
   }
+  keepWatch();
+}
+
+/**
+ * Replace a worker that is dead, silent or too big (`note`: why, for the progress line),
+ * send it the waiting calls and start Python at once, so the page works again without a reload.
+ */
+function renew(note) {
+  replaceWorker();
+  restartNote = note;
+  worker.postMessage({ type: "start" });
+}
+
+/**
+ * While calls wait and none is running, ping the worker every `pythonAnswerMs`; one that
+ * has not answered by then (closed, crashed, stuck) is replaced by `renew`.
+ */
+function keepWatch() {
+  clearTimeout(pingTimer);
+  const waiting = [...pending.values()];
+  if (!worker || !waiting.length || waiting.some((call) => call.startedAt !== undefined)) return;
+  // Starting Python runs for seconds without a break (no pong then); the start has its own limit.
+  const ms = (pythonStarted ? limits().pythonAnswerMs : limits().pythonStartMs) * 2 ** silentRenewals;
+  const sentAt = performance.now();
+  worker.postMessage({ type: "ping" });
+  pingTimer = setTimeout(() => {
+    if (lastHeard >= sentAt) {
+      silentRenewals = 0;
+      keepWatch();
+    } else {
+      silentRenewals += 1; // a device too slow to answer in time gets twice as long next time
+      renew(pythonRestartNote({ ms }));
+    }
+  }, ms);
 }
 
 /**
@@ -276,6 +342,7 @@ export function callDemo(module, fn, kwargs = {}, { timeoutMs = 0, signal } = {}
     }
     pending.set(id, call);
     worker.postMessage(message);
+    keepWatch();
   });
 }
 
@@ -294,7 +361,7 @@ export function onPythonProgress(listener) {
 
 /**
  * Keep a widget's status line in step with Python's start: show the progress while the
- * widget waits, leave its own results and input messages alone, and, when the widget shows
+ * widget waits (not ready yet, or `computing` an answer), leave its own results and input messages alone, and, when the widget shows
  * a start failure with Retry and Python is restarted by another widget's Retry, re-run this
  * widget's Retry once Python is ready (or show the new failure).
  * @param {import("../widgets/base.js").TxElement} widget
@@ -314,7 +381,7 @@ export function followPython(widget) {
       waiting = false;
       return;
     }
-    if (state === "ready") return;
+    if (state === "ready" && !widget.computing) return; // (computing: a lab waiting for its answer)
     if (state === "error") {
       if (!widget.retryAction) return; // an input problem or a Python error: keep its message
       waiting = true;

@@ -48,3 +48,18 @@ export function codeBoxKeys({ check, edited = () => {} }) {
     if (event.key !== "Shift") escaped = false;
   };
 }
+
+/**
+ * Show, in a code-box widget's result panel, that the reader's code ended Python (a
+ * `PythonError` of type "PythonEnded"): the page is already starting Python again, so the
+ * panel has no Retry (it would run the same code); the reader edits and checks again.
+ * @param {{dataset: DOMStringMap, panel: (kind: string, verdict: string, message: string) => unknown}} widget
+ * @param {Error} err
+ * @returns {boolean} whether `err` was of that kind (and so is shown)
+ */
+export function showPythonEnded(widget, err) {
+  if (err.pythonType !== "PythonEnded") return false;
+  widget.dataset.result = "ended";
+  widget.panel("ended", "✗ Python ended.", `${err.message} Edit the code and check again.`);
+  return true;
+}

@@ -16,7 +16,8 @@
  * 2. reads `request()`; an error it throws (an `InputError` naming the input, inputs.js) is
  *    shown in the widget, without Retry, and nothing is computed;
  * 3. `echo(request)` (optional: show the values read, e.g. next to sliders);
- * 4. awaits `compute(request, options)`;
+ * 4. awaits `compute(request, options)` (meanwhile `computing` is true: should Python start
+ *    again, e.g. after the reader's code ended it, the widget shows that progress);
  * 5. unless a newer update began: `data-request` = the request's JSON, `draw(result, request,
  *    options)`, then the ready state (with the line `draw` returned, if any), or `notice`, a
  *    message to show once as an error in its place (e.g. an attribute that was not understood);
@@ -118,7 +119,10 @@ export class TxLab extends TxElement {
     if (!request) return;
     try {
       this.echo(request);
-      const result = await this.compute(request, options);
+      this.computing = true; // followPython shows progress if Python (re)starts meanwhile
+      const result = await this.compute(request, options).finally(() => {
+        if (generation === this.generation) this.computing = false;
+      });
       if (generation !== this.generation) return; // a newer request is on its way
       this.dataset.request = JSON.stringify(request);
       const line = this.draw(result, request, options);

@@ -12,12 +12,12 @@
  * time limit and a Stop button, so an endless loop costs a few seconds, never the tab.
  *
  * State for tests and embedding pages: `data-exercise` (its id), `data-result` ("running",
- * "passed", "failed", "error", "stopped"), `data-cases` (passed/total after a check),
+ * "passed", "failed", "error", "stopped", "ended": its code ended Python), `data-cases` (passed/total after a check),
  * `data-checks` (finished checks) and `data-stopped-after` (seconds).
  */
 import { callDemo, StoppedError } from "../runtime/python.js";
 import { InputError, parseNumber } from "./inputs.js";
-import { codeBoxKeys } from "./code-box.js";
+import { codeBoxKeys, showPythonEnded } from "./code-box.js";
 import { TxLab } from "./lab.js";
 
 const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
@@ -44,7 +44,7 @@ const STYLE = `
   .result[hidden] { display: none; }
   .result.passed { border-left: 4px solid #2e7d32; }
   .result.failed, .result.error { border-left: 4px solid #c62828; }
-  .result.stopped { border-left: 4px solid #ef6c00; }
+  .result.stopped, .result.ended { border-left: 4px solid #ef6c00; }
   .verdict { font-weight: 700; margin-right: 0.3em; }
   ol.cases { margin: 0.3em 0; padding-left: 1.6em; }
   ol.cases li.pass::marker { color: #2e7d32; }
@@ -173,6 +173,8 @@ class TxExercise extends TxLab {
         this.dataset.result = "stopped";
         this.dataset.stoppedAfter = String(err.seconds);
         this.panel("stopped", "■ Stopped.", `${err.message} Is there a loop that never ends? Edit the code and check again.`);
+        this.showReady();
+      } else if (showPythonEnded(this, err)) {
         this.showReady();
       } else {
         this.dataset.result = "error";

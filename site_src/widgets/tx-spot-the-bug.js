@@ -12,7 +12,7 @@
  * so an endless loop costs a few seconds, never the tab.
  *
  * State for tests and embedding pages: `data-bug` (snippet id), `data-result`
- * ("running", "passed", "failed", "error", "stopped"), `data-checks` (finished checks),
+ * ("running", "passed", "failed", "error", "stopped", "ended"), `data-checks` (finished checks),
  * `data-max-abs-error`, `data-stopped-after` (seconds), `data-time-limit` (the chosen limit,
  * seconds) and `data-interrupt` ("interrupt" or "restart": how a running check is stopped
  * on this page).
@@ -20,7 +20,7 @@
 import { callDemo, interruptMode, StoppedError } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
 import { parseChoice, parseNumber, parseSelect } from "./inputs.js";
-import { codeBoxKeys } from "./code-box.js";
+import { codeBoxKeys, showPythonEnded } from "./code-box.js";
 import { TxLab } from "./lab.js";
 
 const LIMITS = [1, 2, 5, 10, 30];
@@ -47,7 +47,7 @@ const STYLE = `
   .result:empty, .result[hidden] { display: none; }
   .result.passed { border-left: 4px solid #2e7d32; }
   .result.failed, .result.error { border-left: 4px solid #c62828; }
-  .result.stopped { border-left: 4px solid #ef6c00; }
+  .result.stopped, .result.ended { border-left: 4px solid #ef6c00; }
   .verdict { font-weight: 700; margin-right: 0.3em; }
   pre { font-family: var(--md-code-font-family, monospace); font-size: 0.9em; white-space: pre; overflow-x: auto;
         background: var(--tx-bg); padding: 0.4em 0.6em; border-radius: 4px; margin: 0.3em 0; }
@@ -217,6 +217,8 @@ class TxSpotTheBug extends TxLab {
     } catch (err) {
       if (err instanceof StoppedError) {
         this.showStopped(err);
+        this.showReady();
+      } else if (showPythonEnded(this, err)) {
         this.showReady();
       } else {
         this.showError(err, { retry: () => this.check() });

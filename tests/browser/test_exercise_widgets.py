@@ -13,7 +13,6 @@ import pytest
 from bad_input_harness import _watched_page_class
 from conftest import NO_SERVICE_WORKER
 from demos import attention, exercises, ffn
-from widget_checks import assert_close, shown_attention
 
 pytestmark = pytest.mark.browser
 
@@ -193,30 +192,3 @@ def test_a_lab_page_with_both_fits_a_phone(browser, site_url):
     finally:
         context.close()
     watched.check()
-
-
-# Code that deletes a builtin and replaces the NumPy functions the checker and the labs use.
-TAMPERING = "import builtins\ndel builtins.len\nnp.exp = lambda x: x * 0\nnp.allclose = lambda *a, **k: True\n"
-
-
-def test_code_that_changes_the_interpreter_fools_no_check_and_breaks_no_widget(page):
-    """demos._isolation in the page's Python: the tampering code's wrong answer still fails, the
-    solution then passes, and the attention lab beside it still matches CPython."""
-    p = page.goto("labs/attention/")
-    exercise = p.locator("tx-exercise")
-    p.wait_for_function("el => el.dataset.exercise && el.dataset.state === 'ready'", arg=exercise.element_handle(), timeout=PY_TIMEOUT)
-    start = exercises.get_exercise(exercise.get_attribute("data-exercise"))["code"]
-    run_code(p, exercise, TAMPERING + start)
-    assert exercise.get_attribute("data-result") == "failed", exercise.locator(".result").inner_text()
-    run_code(p, exercise, exercises.solution(exercise.get_attribute("data-exercise"))["reference"])
-    assert exercise.get_attribute("data-result") == "passed", exercise.locator(".result").inner_text()
-
-    lab = p.locator("tx-attention")
-    lab.locator('[name="sentence"]').fill("the dog ran home")
-    p.wait_for_function(
-        "el => el.dataset.state !== 'loading' && (el.dataset.request || '').includes('the dog ran home')", arg=lab.element_handle(), timeout=PY_TIMEOUT
-    )
-    assert lab.get_attribute("data-state") == "ready", lab.locator(".status").inner_text()
-    expected = attention.explore(**json.loads(lab.get_attribute("data-request")))
-    weights, _ = shown_attention(lab)
-    assert_close(weights, expected["heads"][0]["weights"])

@@ -13,6 +13,8 @@ import {
   fileName,
   isRetryable,
   manifestMessage,
+  pythonEndedMessage,
+  pythonRestartNote,
   pythonStartMessage,
   stallNotice,
   workerMessage,
@@ -125,4 +127,10 @@ test("missingManifestField names the first field the runtime cannot do without",
     "complete file list for the q4 variant",
   );
   assert.equal(missingManifestField([1, 2]), "fields at all (it is not a JSON object)");
+});
+
+test("a Python that ended or was replaced says why, in the reader's units", () => {
+  assert.match(pythonEndedMessage("exit(1)"), /^That code ended Python \(exit\(1\)\); Python is starting again, so every widget/);
+  assert.equal(pythonRestartNote({ heapBytes: 1.5 * 1024 ** 3 }), "Python had grown to 1.5 GB of memory, so it is starting again to give it back: ");
+  assert.equal(pythonRestartNote({ ms: LIMITS.pythonAnswerMs }), "Python stopped answering for 5 s, so it is starting again: ");
 });
