@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,7 @@ from widget_checks import assert_close, shown_attention
 
 pytestmark = pytest.mark.browser
 
+SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 ANSWER_MS = 2000  # the page's pythonAnswerMs here: a silent worker is replaced after 2 s, not 5
 
 # Every status line each widget shows, in order, for the progress a restart shows to the reader.
@@ -94,6 +96,7 @@ def statuses(p):
 def test_hostile_code_in_an_exercise_breaks_nothing(page, code, result, says, recovering, logged):
     for marker in logged:
         page.expect_errors(marker)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     p, exercise = open_page(page, "labs/attention/", "tx-exercise")
     start = exercises.get_exercise(exercise.get_attribute("data-exercise"))["code"]
     statuses(p)
@@ -102,7 +105,8 @@ def test_hostile_code_in_an_exercise_breaks_nothing(page, code, result, says, re
     assert exercise.get_attribute("data-result") == ("failed" if code == TAMPERING else result), shown
     if code != TAMPERING:
         assert says in shown, shown
-    assert "Retry" not in exercise.locator(".result").inner_text()
+    assert exercise.locator(".status .retry").is_hidden(), "Retry would run the same code again"
+    exercise.screenshot(path=str(SHOTS / f"exercise-after-{result}.png"))
 
     t0 = time.perf_counter()
     attention_still_matches(p, "the dog ran home")
