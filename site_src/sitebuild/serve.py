@@ -5,6 +5,11 @@ Cross-origin isolation (COOP ``same-origin`` + COEP ``require-corp``) makes
 MIME table is set here because a bare machine may lack ``/etc/mime.types``, and
 browsers refuse ES modules or streaming WASM compilation served with the wrong type.
 
+``sitemap.xml`` is served with its addresses moved to the address the server answers on:
+MkDocs writes them at ``site_url`` (``http://127.0.0.1:8000/`` by default), and Material's
+instant navigation only follows links the sitemap lists, so a site served on another port
+(a second ``make serve``, the browser tests' server) would otherwise reload every page.
+
 Every response also carries ``Access-Control-Allow-Origin: *`` (as GitHub Pages sends)
 and ``Cross-Origin-Resource-Policy: cross-origin``, so that course pages on other
 origins can import the widget modules and fetch the runtime files and the model.
@@ -17,6 +22,9 @@ from __future__ import annotations
 import argparse
 import functools
 import http.server
+import io
+import os
+import re
 import threading
 from pathlib import Path
 
@@ -43,6 +51,21 @@ MIME_TYPES = {
 }
 
 
+SITEMAP = "/sitemap.xml"
+LOC = re.compile(r"<loc>(.*?)</loc>")
+
+
+def sitemap_at(xml: str, base: str) -> str:
+    """`xml` (a sitemap) with every address moved from the site's root it was built for (the
+    addresses' common folder) to `base`."""
+    locs = LOC.findall(xml)
+    if not locs:
+        return xml
+    root = os.path.commonprefix(locs)
+    root = root[: root.rindex("/") + 1]
+    return LOC.sub(lambda m: f"<loc>{base}{m.group(1)[len(root) :]}</loc>", xml)
+
+
 class SiteHandler(http.server.SimpleHTTPRequestHandler):
     """Static files with COOP/COEP/CORP/CORS headers and an explicit MIME table.
 
@@ -63,6 +86,22 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Access-Control-Allow-Origin", "*")
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
+
+    def send_head(self):
+        """The sitemap at this server's own address (see the module's docstring); any other
+        file as it is."""
+        if self.path.split("?", 1)[0] != SITEMAP or not self.headers.get("Host"):
+            return super().send_head()
+        try:
+            xml = Path(self.translate_path(SITEMAP)).read_text(encoding="utf-8")
+        except OSError:
+            return super().send_head()  # the 404 as usual
+        body = sitemap_at(xml, f"http://{self.headers['Host']}/").encode("utf-8")
+        self.send_response(200)
+        self.send_header("Content-Type", MIME_TYPES[".xml"])
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        return io.BytesIO(body)
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 - stdlib signature
         if self.server.verbose:

@@ -13,16 +13,14 @@ to an input instead of sleeping, and it records what an injected payload would d
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import NO_SERVICE_WORKER
+from watched import NO_SERVICE_WORKER, WatchedPage
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
@@ -345,18 +343,6 @@ INSTRUMENT = r"""(() => {
 })();"""
 
 
-def _watched_page_class():
-    """conftest.WatchedPage: the same watch (console errors, uncaught errors, HTTP errors,
-    requests to other origins) as the `page` fixture, for a page kept for a whole module."""
-    here = Path(__file__).with_name("conftest.py")
-    module = sys.modules.get("conftest")
-    if module is None or Path(module.__file__).resolve() != here.resolve():
-        spec = importlib.util.spec_from_file_location("browser_conftest", here)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module.WatchedPage
-
-
 def family(tag: str) -> str:
     """Which widgets share a page: the pipeline stages, the other model widgets, the Python ones."""
     if tag.startswith("tx-stage-"):
@@ -384,7 +370,7 @@ class WidgetPage:
     def open(self, tag: str):
         """A fresh context on the embed page of `tag` (the first widget of its family)."""
         context = self.browser.new_context(**NO_SERVICE_WORKER)
-        self.watched = _watched_page_class()(context, self.site_url)
+        self.watched = WatchedPage(context, self.site_url)
         self.watched.page.add_init_script(INSTRUMENT)
         self.watched.goto(f"embed/{WIDGETS[tag]['name']}/")
         self.watched.page.wait_for_selector("#tx-frame > *", state="attached")

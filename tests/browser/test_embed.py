@@ -441,7 +441,8 @@ def test_embed_page_builds_snippets_with_this_sites_address(page, site_url):
     builder.locator('select[name="widget"]').select_option("tx-rope")
     builder.locator('input[data-attr="d"]').fill("16")
     builder.locator('select[name="theme"]').select_option("dark")
-    p.wait_for_function("() => document.querySelector('tx-embed-builder').dataset.src.includes('d=16')")
+    # Typing updates after a pause, a choice at once: wait for the snippets with both.
+    p.wait_for_function("() => document.querySelector('tx-embed-builder').dataset.src.endsWith('?d=16&theme=dark')")
     assert builder.get_attribute("data-script") == (
         f'<script type="module" src="{site_url}assets/tx/embed/v1/widgets.js"></script>\n<tx-rope d="16"></tx-rope>'
     )

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bad_input_harness import _watched_page_class
-from conftest import NO_SERVICE_WORKER
 from demos import attention, exercises, ffn
+from watched import NO_SERVICE_WORKER, WatchedPage
 
 pytestmark = pytest.mark.browser
 
@@ -47,8 +46,8 @@ def predict_on(p, module, function):
     return widget
 
 
-def test_predict_number_confirms_and_refutes_with_the_cpython_answer(page):
-    p = page.goto("pipeline/05e-mlp/")
+def test_predict_number_confirms_and_refutes_with_the_cpython_answer(tab):
+    p = tab.visit("pipeline/05e-mlp/")
     widget = predict_on(p, "ffn", "mlp_shapes")
     total = ffn.mlp_shapes(**json.loads(widget.get_attribute("kwargs")))["params"]["total"]
     assert widget.get_attribute("answer") == "params.total" and widget.get_attribute("tolerance") == "5%"
@@ -71,8 +70,8 @@ def test_predict_number_confirms_and_refutes_with_the_cpython_answer(page):
     assert widget.get_attribute("data-verdict") == "right" and "exactly right" in widget.locator(".result").inner_text()
 
 
-def test_predict_refuses_an_empty_or_garbled_guess(page):
-    p = page.goto("pipeline/05e-mlp/")
+def test_predict_refuses_an_empty_or_garbled_guess(tab):
+    p = tab.visit("pipeline/05e-mlp/")
     widget = predict_on(p, "ffn", "mlp_shapes")
     for text, message in (("", "Type your guess first"), ("   ", "Type your guess first"), ("abc", "must be a number"), ("1,5", "must be a number")):
         guess(p, widget, text)
@@ -84,8 +83,8 @@ def test_predict_refuses_an_empty_or_garbled_guess(page):
     assert widget.get_attribute("data-state") == "ready" and widget.get_attribute("data-verdict") == "right"
 
 
-def test_predict_choice_on_the_attention_lab(page):
-    p = page.goto("labs/attention/")
+def test_predict_choice_on_the_attention_lab(tab):
+    p = tab.visit("labs/attention/")
     widget = predict_on(p, "attention", "explore")
     expected = attention.explore(sentence="the cat sat on the mat")["heads"][0]["weights"][0][0]
     select = widget.locator("select.guess")
@@ -116,8 +115,8 @@ def run_code(p, widget, code):
     wait_settled(p, widget, checks)
 
 
-def test_exercise_passes_the_reference_fails_the_start_and_stops_a_loop(page):
-    p = page.goto("labs/embeddings/")
+def test_exercise_passes_the_reference_fails_the_start_and_stops_a_loop(tab):
+    p = tab.visit("labs/embeddings/")
     widget = p.locator("tx-exercise").first
     widget.scroll_into_view_if_needed()
     p.wait_for_function("el => el.dataset.exercise && el.dataset.state === 'ready'", arg=widget.element_handle(), timeout=PY_TIMEOUT)
@@ -158,8 +157,8 @@ def test_exercise_passes_the_reference_fails_the_start_and_stops_a_loop(page):
     assert widget.get_attribute("data-result") == "passed"
 
 
-def test_exercise_refuses_empty_code(page):
-    p = page.goto("labs/embeddings/")
+def test_exercise_refuses_empty_code(tab):
+    p = tab.visit("labs/embeddings/")
     widget = p.locator("tx-exercise").first
     p.wait_for_function("el => el.dataset.exercise && el.dataset.state === 'ready'", arg=widget.element_handle(), timeout=PY_TIMEOUT)
     widget.locator("textarea.code").fill("  \n")
@@ -169,7 +168,7 @@ def test_exercise_refuses_empty_code(page):
 
 def test_a_lab_page_with_both_fits_a_phone(browser, site_url):
     context = browser.new_context(**NO_SERVICE_WORKER, viewport={"width": 375, "height": 740}, is_mobile=True, has_touch=True, device_scale_factor=1)
-    watched = _watched_page_class()(context, site_url)
+    watched = WatchedPage(context, site_url)
     try:
         p = watched.goto("labs/embeddings/")
         predict = predict_on(p, "embeddings", "analogy")

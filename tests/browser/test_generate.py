@@ -103,8 +103,8 @@ def check_run(p, widget, tokenizer, *, prompt, temperature, top_k, top_p, seed, 
     return ids
 
 
-def test_wasm_greedy_and_seeded_sampling_match_the_reference(page, tokenizer):
-    p = page.goto(PAGE)
+def test_wasm_greedy_and_seeded_sampling_match_the_reference(tab, tokenizer):
+    p = tab.visit(PAGE)
     widget_ready(p)  # the page's own widget, with the default variant
     widget = widget_ready(p, add_exact_widget(p, "wasm"))
     assert widget.get_attribute("data-backend") == "wasm"
@@ -138,8 +138,8 @@ def test_webgpu_greedy_and_seeded_sampling_match_the_reference(webgpu_page, toke
     check_run(p, widget, tokenizer, prompt="Once upon a time", temperature=0.8, top_k=50, top_p=0.95, seed=7, new_tokens=4)
 
 
-def test_stop_alternatives_keyboard_and_settings_messages(page):
-    p = page.goto(PAGE)
+def test_stop_alternatives_keyboard_and_settings_messages(tab):
+    p = tab.visit(PAGE)
     widget = widget_ready(p)
     n_positions = manifest()["config"]["n_positions"]
 
@@ -184,8 +184,8 @@ def test_stop_alternatives_keyboard_and_settings_messages(page):
     assert widget.get_attribute("data-state") == "ready" and not widget.locator("button.go").is_disabled()
 
 
-def test_context_limit_messages(page, tokenizer):
-    p = page.goto(PAGE)
+def test_context_limit_messages(tab, tokenizer):
+    p = tab.visit(PAGE)
     widget = widget_ready(p)
     n_positions = manifest()["config"]["n_positions"]
 

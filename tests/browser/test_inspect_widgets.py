@@ -1,7 +1,7 @@
 """The "Looking inside the model" widgets as a reader uses them: what they show against PyTorch
 hooks (model_export/interpret.py) on the same weights, clicks, long runs and Cancel, the
 messages for bad input, and the inputs kept in the address (on the book's pages and the embed
-pages). The numbers are compared on q4x (float32 compute, exact to 1e-4 in probability), which
+pages). The tests share one tab (tabs.SharedTab): the model starts once. The numbers are compared on q4x (float32 compute, exact to 1e-4 in probability), which
 the embed pages load when asked (`?variant=q4x&backend=wasm`); the reader-view test checks
 every page of the section at phone width.
 """
@@ -42,8 +42,8 @@ def settle(p, tag, timeout=120_000):
     return el.get_attribute("data-state"), el.locator(".status-text").inner_text()
 
 
-def embed(page, name, query=""):
-    p = page.goto(f"embed/{name}/?{EXACT}{'&' if query else ''}{query}")
+def embed(tab, name, query=""):
+    p = tab.embed(name, f"{EXACT}{'&' if query else ''}{query}")
     state, status = settle(p, f"tx-{name}")
     assert state == "ready", status
     return p, p.locator(f"tx-{name}")
@@ -70,8 +70,8 @@ def tokens_of(widget):
     return widget.evaluate("(el) => el.model.tokenizer.encode(el.shadowRoot.querySelector('textarea').value)")
 
 
-def test_logit_lens_grid_final_rank_and_top10(page):
-    p, widget = embed(page, "logit-lens")
+def test_logit_lens_grid_final_rank_and_top10(tab):
+    p, widget = embed(tab, "logit-lens")
     ids = tokens_of(widget)
     want = interpret.logit_lens(model(), ids)  # (L + 1, T, V)
     probs, tops = grid_values(widget, "lens")
@@ -91,8 +91,8 @@ def test_logit_lens_grid_final_rank_and_top10(page):
     assert "Top 10 read after block 0, position 2" in text and "random weights" in text
 
 
-def test_head_ablation_kl_top10_and_the_map(page):
-    p, widget = embed(page, "head-ablation", "heads=0.1,%201.3&mode=mean")
+def test_head_ablation_kl_top10_and_the_map(tab):
+    p, widget = embed(tab, "head-ablation", "heads=0.1,%201.3&mode=mean")
     ids = tokens_of(widget)
     before, after = interpret.ablate_heads(model(), ids, [(0, 1), (1, 3)], "mean")
     kl = interpret.kl_divergence(before, after)
@@ -115,8 +115,8 @@ def test_head_ablation_kl_top10_and_the_map(page):
     assert widget.locator("input[name='heads']").input_value() == "0.1, 1.3, 1.0"
 
 
-def test_patching_logit_differences_and_heat_maps(page):
-    p, widget = embed(page, "patching")
+def test_patching_logit_differences_and_heat_maps(tab):
+    p, widget = embed(tab, "patching")
     clean = widget.evaluate("(el) => el.model.tokenizer.encode(el.shadowRoot.querySelector('[name=clean]').value)")
     corrupted = widget.evaluate("(el) => el.model.tokenizer.encode(el.shadowRoot.querySelector('[name=corrupted]').value)")
     good, bad = widget.evaluate("(el) => ['good', 'bad'].map(n => el.model.tokenizer.encode(el.shadowRoot.querySelector(`[name=${n}]`).value)[0])")
@@ -138,8 +138,8 @@ def test_patching_logit_differences_and_heat_maps(page):
     np.testing.assert_allclose(values, interpret.patch_heads(m, clean, corrupted, good, bad), atol=1e-3 / max(abs(ld_clean - ld_corrupt), 1e-3), rtol=0)
 
 
-def test_induction_scores_loss_and_pattern(page):
-    p, widget = embed(page, "induction", "length=8&seed=2")
+def test_induction_scores_loss_and_pattern(tab):
+    p, widget = embed(tab, "induction", "length=8&seed=2")
     ids = [int(i) for i in widget.get_attribute("data-ids").split(",")]
     assert len(ids) == 17 and ids[1:9] == ids[9:]
     want = interpret.induction(model(), ids, 8)
@@ -154,8 +154,8 @@ def test_induction_scores_loss_and_pattern(page):
     assert "induction.head=0.1" in p.url
 
 
-def test_logit_attribution_parts(page):
-    p, widget = embed(page, "logit-attribution", "token=%20the")
+def test_logit_attribution_parts(tab):
+    p, widget = embed(tab, "logit-attribution", "token=%20the")
     ids = tokens_of(widget)
     token = widget.evaluate("(el) => el.model.tokenizer.encode(' the')[0]")
     assert widget.get_attribute("data-token") == str(token)
@@ -183,17 +183,17 @@ BAD_INPUT = [
 
 
 @pytest.mark.parametrize(("name", "query", "message"), BAD_INPUT, ids=[f"{n}-{q}" for n, q, _ in BAD_INPUT])
-def test_bad_input_gets_a_clear_message(page, name, query, message):
-    p = page.goto(f"embed/{name}/?{EXACT}&{query}")
+def test_bad_input_gets_a_clear_message(tab, name, query, message):
+    p = tab.embed(name, f"{EXACT}&{query}")
     state, status = settle(p, f"tx-{name}")
     assert state == "error" and message in status, status
     assert p.locator(f"tx-{name}").locator(".status .retry").is_hidden()  # the reader fixes the input instead
 
 
-def test_a_long_run_can_be_cancelled_and_run_again(page):
+def test_a_long_run_can_be_cancelled_and_run_again(tab):
     long = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty"
     query = f"clean={quote(long)}&corrupted={quote(long.replace('one', 'two', 1))}&good=%20twenty&bad=%20one"
-    p, widget = embed(page, "patching", query)
+    p, widget = embed(tab, "patching", query)
     widget.locator(".resid-button").click()
     p.wait_for_function("() => (document.querySelector('tx-patching').dataset.progress || '0/').split('/')[0] >= 2", timeout=60_000)
     assert widget.locator(".cancel").is_visible()
@@ -209,8 +209,8 @@ def test_a_long_run_can_be_cancelled_and_run_again(page):
     assert state == "ready" and status.startswith(f"{total} runs in"), status
 
 
-def test_the_address_keeps_the_inputs_on_the_book_page(page):
-    p = page.goto("inside/logit-lens/")
+def test_the_address_keeps_the_inputs_on_the_book_page(tab):
+    p = tab.visit("inside/logit-lens/")
     state, status = settle(p, "tx-logit-lens")
     assert state == "ready", status
     box = p.locator("tx-logit-lens textarea")
@@ -223,14 +223,14 @@ def test_the_address_keeps_the_inputs_on_the_book_page(page):
     assert p.locator("tx-logit-lens textarea").input_value() == "Shared links reproduce"
     # the embed page takes the book page's parameters as they are
     query = shared.split("?", 1)[1]
-    e = page.goto(f"embed/logit-lens/?{query}")
+    e = tab.reload(f"embed/logit-lens/?{query}")  # a fresh load: frame.js reports unknown parameters
     settle(e, "tx-logit-lens")
     assert e.locator("tx-logit-lens textarea").input_value() == "Shared links reproduce"
     assert e.locator("[role=alert]").count() == 0  # no "unknown parameter" note
 
 
-def test_next_token_keeps_its_prompt_in_the_address(page):
-    p = page.goto("")
+def test_next_token_keeps_its_prompt_in_the_address(tab):
+    p = tab.visit("")
     state, status = settle(p, "tx-next-token")
     assert state == "ready", status
     p.locator("tx-next-token textarea").fill("A shared start")

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.browser
 # <tx-attention>
 
 
-def test_attention_explorer_matches_cpython(page):
-    p = page.goto("labs/attention/")
+def test_attention_explorer_matches_cpython(tab):
+    p = tab.visit("labs/attention/")
     widget = p.locator("tx-attention")
     request = wait_ready(p, "tx-attention", {"causal": True})
     expected = attention.explore(**request)
@@ -77,8 +77,8 @@ def shown_sizes(widget):
         .map(td => [td.dataset.key, td.dataset.value]))""")
 
 
-def test_size_calculator_matches_cpython(page):
-    p = page.goto("labs/model-size/")
+def test_size_calculator_matches_cpython(tab):
+    p = tab.visit("labs/model-size/")
     widget = p.locator("tx-size-calc")
     request = wait_ready(p, "tx-size-calc", {"n_layer": 12, "d_model": 768})
     expected = size.model_size(**request)
@@ -120,8 +120,8 @@ def test_size_calculator_matches_cpython(page):
 # <tx-positional> and <tx-rope>
 
 
-def test_position_widgets_match_cpython(page):
-    p = page.goto("labs/positions/")
+def test_position_widgets_match_cpython(tab):
+    p = tab.visit("labs/positions/")
     widget = p.locator("tx-positional")
     wait_ready(p, "tx-positional", {"d_model": 32})
     press_keys(widget.locator('[name="d_model"]'), "ArrowLeft", 4)  # 32 -> 24

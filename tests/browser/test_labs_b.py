@@ -18,9 +18,10 @@ import time
 
 import pytest
 
-from conftest import SITE, WatchedPage
 from demos import bugs, decoding, guided, numerics
+from served import SITE
 from sitebuild.serve import SiteHandler
+from watched import WatchedPage
 
 pytestmark = pytest.mark.browser
 
@@ -76,8 +77,8 @@ LOOP = "def causal_attention(q, k, v):\n    while True:\n        pass\n"
 # spot the bug
 
 
-def test_spot_the_bug_fix_check_endless_loop_and_reveal(page):
-    p = page.goto("labs/spot-the-bug/")
+def test_spot_the_bug_fix_check_endless_loop_and_reveal(tab):
+    p = tab.visit("labs/spot-the-bug/")
     widget = wait_ready(p, "tx-spot-the-bug", "el.dataset.bug")
     assert widget.get_attribute("data-interrupt") == "interrupt"  # the test server isolates the page
     assert widget.get_attribute("data-bug") == "causal_mask"
@@ -201,14 +202,12 @@ def test_endless_loop_without_isolation_restarts_the_worker(unisolated_page):
 # the decoding page: one page for three widgets
 
 
-@pytest.fixture(scope="module")
-def decoding_page(browser, site_url):
-    context = browser.new_context()
-    watched = WatchedPage(context, site_url)
-    p = watched.goto("labs/decoding/")
-    yield p
-    context.close()
-    watched.check()
+@pytest.fixture
+def decoding_page(tab):
+    """The decoding lab in the module's shared tab, shown once for its three widgets' tests."""
+    if tab.page.evaluate("location.pathname") != "/labs/decoding/":
+        tab.visit("labs/decoding/")
+    return tab.page
 
 
 def check_decode(widget, request):

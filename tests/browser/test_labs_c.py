@@ -31,8 +31,8 @@ def shown_matrix(widget, kind, n):
 # <tx-embeddings>
 
 
-def test_embeddings_widget_matches_cpython(page):
-    p = page.goto("labs/embeddings/")
+def test_embeddings_widget_matches_cpython(tab):
+    p = tab.visit("labs/embeddings/")
     widget = p.locator("tx-embeddings")
     request = wait_ready(p, "tx-embeddings", {"a": "king", "b": "man", "c": "woman"})
     expected = embeddings.compare_representations(request["words"])
@@ -70,8 +70,8 @@ def shown_norm_stats(widget):
     return {key: [float(m), float(s), float(r)] for key, m, s, r in attrs(widget, "tr[data-norm]", "norm", "mean", "std", "rms")}
 
 
-def test_norms_and_ffn_widgets_match_cpython(page):
-    p = page.goto("labs/block/")
+def test_norms_and_ffn_widgets_match_cpython(tab):
+    p = tab.visit("labs/block/")
     widget = p.locator("tx-norms")
     request = wait_ready(p, "tx-norms")
     expected = norms.compare_norms(request["x"], eps=request["eps"])
@@ -125,8 +125,8 @@ def test_norms_and_ffn_widgets_match_cpython(page):
 # <tx-moe>
 
 
-def test_moe_widget_matches_cpython(page):
-    p = page.goto("labs/moe/")
+def test_moe_widget_matches_cpython(tab):
+    p = tab.visit("labs/moe/")
     widget = p.locator("tx-moe")
     request = wait_ready(p, "tx-moe", {"balance": False})
     result = moe.routing_collapse(**request)
@@ -164,8 +164,8 @@ def test_moe_widget_matches_cpython(page):
 # <tx-kv-cache> and <tx-flash>
 
 
-def test_kv_cache_and_flash_widgets_match_cpython(page):
-    p = page.goto("labs/efficiency/")
+def test_kv_cache_and_flash_widgets_match_cpython(tab):
+    p = tab.visit("labs/efficiency/")
     widget = p.locator("tx-kv-cache")
     wait_ready(p, "tx-kv-cache", {"preset": "gpt2-small"})
     widget.locator('[name="preset"]').select_option("llama-7b-gqa")
@@ -232,8 +232,8 @@ def test_kv_cache_and_flash_widgets_match_cpython(page):
 # <tx-bpe>
 
 
-def test_bpe_widget_matches_cpython(page):
-    p = page.goto("labs/bpe/")
+def test_bpe_widget_matches_cpython(tab):
+    p = tab.visit("labs/bpe/")
     widget = p.locator("tx-bpe")
     wait_ready(p, "tx-bpe", {"text": " unbelievable"})
     merges = p.evaluate("""async () => {

@@ -80,8 +80,8 @@ def check_against_reference(widget, reference):
     assert probs == pytest.approx(want_probs, abs=1e-5)
 
 
-def test_wasm_top10_matches_onnxruntime(page, reference):
-    p = page.goto("")
+def test_wasm_top10_matches_onnxruntime(tab, reference):
+    p = tab.visit("")
     wait_ready(p)  # the page's own widget, with the default variant
     selector = add_exact_widget(p, "wasm")
     widget = wait_ready(p, selector)
@@ -110,8 +110,8 @@ def test_webgpu_top10_matches_onnxruntime(webgpu_page, reference):
     check_against_reference(widget, reference)
 
 
-def test_context_limit_is_a_message_not_a_crash(page):
-    p = page.goto("")
+def test_context_limit_is_a_message_not_a_crash(tab):
+    p = tab.visit("")
     widget = wait_ready(p)
     n_positions = manifest()["config"]["n_positions"]
     widget.locator("textarea").fill(" a" * (n_positions + 5))

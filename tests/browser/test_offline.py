@@ -24,7 +24,7 @@ import time
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from conftest import SITE
+from served import SITE
 from sitebuild.serve import serve_in_thread
 
 pytestmark = pytest.mark.browser

@@ -17,6 +17,7 @@ from model_export.gpt2 import GPT2Config
 from model_export.runtime import OrtGPT2, prompt_outputs
 from model_export.tables import layout_tensor
 from served import model_dir
+from tabs import HOP, SharedTab
 from test_generate_reference import graph_path
 
 pytestmark = pytest.mark.browser
@@ -75,10 +76,18 @@ def ref():
     return {"cfg": cfg, "tokenizer": tokenizer, "weight": weight, "run": run, "ids": ids, "index": index, "manifest": manifest}
 
 
-def open_stage(page, path, tag, prompt=PROMPT, timeout=120_000):
-    """Open a stage page with `prompt` stored as the reader's prompt; wait for `tag` to be drawn."""
-    page.page.add_init_script(f"localStorage.setItem('tx-pipeline-prompt', {json.dumps(prompt)})")
-    p = page.goto(f"pipeline/{path}")
+def store_prompt(tab, prompt=PROMPT):
+    """Make `prompt` the reader's prompt (the stage pages keep it in localStorage)."""
+    if not tab.loaded:
+        tab.visit(HOP)  # the site's origin, for its localStorage
+    tab.page.evaluate("prompt => localStorage.setItem('tx-pipeline-prompt', prompt)", prompt)
+
+
+def open_stage(tab, path, tag, prompt=PROMPT, timeout=120_000):
+    """Show a stage page (in the module's shared tab) with `prompt` stored as the reader's
+    prompt; wait for `tag` to be drawn."""
+    store_prompt(tab, prompt)
+    p = tab.visit(f"pipeline/{path}")
     return wait_drawn(p, tag, 0, timeout)
 
 
@@ -158,15 +167,6 @@ def close(shown, want, tol=TOL):
 # ---------------------------------------------------------------- every page
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_page_loads_and_draws(page, path):
-    """Strict-built page: every pipeline widget on it draws; no console error, no other origin."""
-    page.page.add_init_script(f"localStorage.setItem('tx-pipeline-prompt', {json.dumps(PROMPT)})")
-    p = page.goto(f"pipeline/{path}")
-    assert wait_widgets(p), "no widget on the page"
-    assert p.locator("details.question, .admonition.question").count() >= 2  # check-yourself questions
-
-
 def wait_widgets(p):
     """Wait for every widget on the page to be drawn; fail on one in error."""
     tags = p.evaluate("() => [...document.querySelectorAll('*')].map(e => e.localName).filter(n => n.startsWith('tx-'))")
@@ -177,24 +177,29 @@ def wait_widgets(p):
     return tags
 
 
-def test_walking_every_stage_downloads_the_weights_once(page, ref):
-    """One reader, every stage page in turn: the figures read the model's own files, so each
-    weight file comes over the network at most once in the whole walk, only the loaded
-    variant's (q8x on WASM, whose pieces are q4x's, which the figures read) and q4x's index,
-    and no weight file of the figures' own."""
+def test_walking_every_stage_downloads_the_weights_once(browser, site_url, ref):
+    """One reader, every stage page in turn, from link to link, in a tab of its own: every
+    widget is drawn and each page has its check-yourself questions; the figures read the
+    model's own files, so each weight file comes over the network at most once in the whole
+    walk, only the loaded variant's (q8x on WASM, whose pieces are q4x's, which the figures
+    read) and q4x's index, and no weight file of the figures' own."""
     fetched = []  # (path under models/, bytes) of every response that came over the network
 
     def on_response(r):
         if "/models/" in r.url and not r.from_service_worker:
             fetched.append((r.url.split("/models/", 1)[1].split("?")[0], len(r.body())))
 
-    page.page.context.on("response", on_response)
-    page.page.add_init_script(f"localStorage.setItem('tx-pipeline-prompt', {json.dumps(PROMPT)})")
     variants = set()
-    for path in PAGES:
-        p = page.goto(f"pipeline/{path}")
-        for tag in wait_widgets(p):
-            variants.add(p.locator(tag).get_attribute("data-variant"))
+    with SharedTab(browser, site_url) as tab, tab.test():
+        tab.context.on("response", on_response)
+        store_prompt(tab)
+        for path in PAGES:
+            p = tab.visit(f"pipeline/{path}")
+            tags = wait_widgets(p)
+            assert tags, f"no widget on pipeline/{path}"
+            assert p.locator("article details.question, article .admonition.question").count() >= 2, f"pipeline/{path}: check-yourself questions"
+            for tag in tags:
+                variants.add(p.locator(tag).get_attribute("data-variant"))
     variants.discard(None)  # widgets without the model (the tokenizer's)
     assert variants == {ref["manifest"]["default_variants"]["wasm"]}, variants
     name = model_dir().name
@@ -219,15 +224,15 @@ def test_walking_every_stage_downloads_the_weights_once(page, ref):
 # ---------------------------------------------------------------- stage by stage
 
 
-def test_tokens_match_hf_tokenizer(page, ref):
-    p, w = open_stage(page, "01-tokenization/", "tx-stage-tokens", timeout=180_000)
+def test_tokens_match_hf_tokenizer(tab, ref):
+    p, w = open_stage(tab, "01-tokenization/", "tx-stage-tokens", timeout=180_000)
     assert json.loads(w.locator(".pl-tokens").get_attribute("data-ids")) == ref["ids"]
     pieces = json.loads(w.locator(".pl-merges").get_attribute("data-tokens"))
     assert "".join(pieces).replace("Ġ", " ").strip() in PROMPT  # the chosen word, rebuilt from its pieces
 
 
-def test_embedding_rows_and_neighbours(page, ref):
-    p, w = open_stage(page, "02-token-embedding/", "tx-stage-embedding")
+def test_embedding_rows_and_neighbours(tab, ref):
+    p, w = open_stage(tab, "02-token-embedding/", "tx-stage-embedding")
     wte = ref["weight"]("wte")
     rows = figure(w, "wte-rows")
     close(rows, wte[ref["ids"]][:, : rows.shape[1]], 1e-6)
@@ -241,8 +246,8 @@ def test_embedding_rows_and_neighbours(page, ref):
     assert min(cos) >= np.sort(want)[-len(ids)] - 1e-6  # these are the most similar rows
 
 
-def test_position_rows_and_similarities(page, ref):
-    p, w = open_stage(page, "03-positional-encoding/", "tx-stage-position")
+def test_position_rows_and_similarities(tab, ref):
+    p, w = open_stage(tab, "03-positional-encoding/", "tx-stage-position")
     wpe = ref["weight"]("wpe")
     T = len(ref["ids"])
     rows = figure(w, "wpe-rows")
@@ -259,8 +264,8 @@ def test_position_rows_and_similarities(page, ref):
     close(figure(w, "sinusoidal-similarity"), pe @ pe.T, 1e-6)
 
 
-def test_final_embedding_is_the_models_hidden_state_0(page, ref):
-    p, w = open_stage(page, "04-final-embedding/", "tx-stage-sum")
+def test_final_embedding_is_the_models_hidden_state_0(tab, ref):
+    p, w = open_stage(tab, "04-final-embedding/", "tx-stage-sum")
     out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
     shown = figure(w, "hidden_states.0")
     close(shown, out["hidden"][0][:, : shown.shape[1]])
@@ -271,7 +276,7 @@ def test_final_embedding_is_the_models_hidden_state_0(page, ref):
         assert diff < 0.05  # another variant's rounding of the weights
 
 
-def test_qkv_heads_merge_mlp_match_numpy(page, ref):
+def test_qkv_heads_merge_mlp_match_numpy(tab, ref):
     layer = ref["cfg"]["n_layer"] - 1
     head = ref["cfg"]["n_head"] - 1
     for path, tag, names in [
@@ -280,7 +285,7 @@ def test_qkv_heads_merge_mlp_match_numpy(page, ref):
         ("05d-recombine/", "tx-stage-merge", ["concat", "attn-out"]),
         ("05e-mlp/", "tx-stage-mlp", ["fc", "gelu", "mlp-out"]),
     ]:
-        p, w = open_stage(page, path, tag)
+        p, w = open_stage(tab, path, tag)
         w = select(p, w, "layer", layer)
         if tag == "tx-stage-heads":
             w = select(p, w, "head", head)
@@ -305,8 +310,8 @@ def test_qkv_heads_merge_mlp_match_numpy(page, ref):
             close(shown, want[name][:, : shown.shape[1]])
 
 
-def test_attention_steps_for_the_chosen_layer_and_head(page, ref):
-    p, w = open_stage(page, "05c-attention/", "tx-stage-attention")
+def test_attention_steps_for_the_chosen_layer_and_head(tab, ref):
+    p, w = open_stage(tab, "05c-attention/", "tx-stage-attention")
     layer, head = ref["cfg"]["n_layer"] - 1, 1
     w = select(p, w, "layer", layer)
     w = select(p, w, "head", head)
@@ -324,8 +329,8 @@ def test_attention_steps_for_the_chosen_layer_and_head(page, ref):
     assert float(w.locator(".pl-check").get_attribute("data-max-diff")) < (SAME_WEIGHTS_TOL if same_weights(ref, w) else 0.05)
 
 
-def test_residual_stream_is_the_models_hidden_state(page, ref):
-    p, w = open_stage(page, "05f-norm-residual-dropout/", "tx-stage-residual")
+def test_residual_stream_is_the_models_hidden_state(tab, ref):
+    p, w = open_stage(tab, "05f-norm-residual-dropout/", "tx-stage-residual")
     layer = ref["cfg"]["n_layer"] - 1
     w = select(p, w, "layer", layer)
     out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
@@ -347,8 +352,8 @@ def test_residual_stream_is_the_models_hidden_state(page, ref):
         assert "downloaded once for these figures" in text, text
 
 
-def test_logits_are_the_models_and_tied_to_wte(page, ref):
-    p, w = open_stage(page, "06-logits/", "tx-stage-logits")
+def test_logits_are_the_models_and_tied_to_wte(tab, ref):
+    p, w = open_stage(tab, "06-logits/", "tx-stage-logits")
     out = ref["run"](w.get_attribute("data-variant"), ref["ids"])
     last = out["logits"][-1]
     rows = w.locator("tr[data-id]")
@@ -381,8 +386,8 @@ def reference_distribution(logits, temperature, top_k, top_p):
     return probs / probs.sum()
 
 
-def test_sampling_dials_on_live_logits(page, ref):
-    p, w = open_stage(page, "07-sampling/", "tx-stage-sampling")
+def test_sampling_dials_on_live_logits(tab, ref):
+    p, w = open_stage(tab, "07-sampling/", "tx-stage-sampling")
     for name, value in [("temperature", "0.7"), ("topk", "40"), ("topp", "0.5")]:
         runs = int(w.get_attribute("data-runs"))
         w.locator(f"input[name={name}]").fill(value)
@@ -401,8 +406,8 @@ def test_sampling_dials_on_live_logits(page, ref):
     assert "Top-p" in w.locator(".status").inner_text()
 
 
-def test_loop_greedy_tokens_match_onnxruntime(page, ref):
-    p, w = open_stage(page, "08-autoregression/", "tx-stage-loop")
+def test_loop_greedy_tokens_match_onnxruntime(tab, ref):
+    p, w = open_stage(tab, "08-autoregression/", "tx-stage-loop")
     variant = w.get_attribute("data-variant")
     ids = list(ref["ids"])
     new = []
@@ -415,8 +420,8 @@ def test_loop_greedy_tokens_match_onnxruntime(page, ref):
     assert fed == [len(ref["ids"])] + [1] * 7
 
 
-def test_overview_and_parity(page, ref):
-    p, w = open_stage(page, "", "tx-pipeline")
+def test_overview_and_parity(tab, ref):
+    p, w = open_stage(tab, "", "tx-pipeline")
     cfg, T = ref["cfg"], len(ref["ids"])
     shapes = w.locator(".pl-box").evaluate_all("bs => bs.map(b => b.dataset.shape)")
     assert len(shapes) == 13

@@ -17,37 +17,37 @@ For every HTML page of the site under test (``TX_SITE``, default ``site/``), on 
   each other (``reader.overflow``, ``reader.clipped``, ``reader.overlapping_text``);
 * axe-core finds no violation of impact "serious" or "critical", inside the widgets'
   shadow roots included (desktop, both schemes: colour contrast differs between them);
-* a screenshot of every widget at each width is written under
+  Material's frame around the content (header, tabs, nav, footer) on the first page of each
+  top-level section, where the nav changes, and the rest of every page;
+* a screenshot of the first widget of each kind at each width is written under
   ``build/screenshots/<device>-<scheme>/<page>/`` (not committed) for a person to look at:
-  light on the site's pages, dark on each widget's bare embed page.
+  light on the site's pages, dark on each widget's bare embed page (``TX_ALL_SCREENSHOTS=1``:
+  every widget of every page).
 
 Every bare ``/embed/<name>/`` page gets the same checks (but axe's, which the site's pages
 cover), at both widths, in its light and dark theme: one tab per device loads the first and
-puts each of the others in its place (``EmbedTour``), since they are one template.
+puts each of the others in its place (``SharedTab.embed``), since they are one template.
 
-Speed: one browser context and one tab per device visit all pages. The first page is
-loaded normally; the others are reached through MkDocs Material's *instant navigation*
-(a click on a same-site link), which swaps the page content without reloading the window,
-so the Pyodide worker and the model session start once instead of once per page. Material
-only navigates instantly to URLs listed in ``sitemap.xml``, whose addresses come from
-``site_url``; the test therefore answers the sitemap request with the site's own pages at
-the test server's address. Pages missing from that list (such as ``404.html``) are
-loaded normally. The scheme is switched with Material's own palette toggle.
+Speed: one tab per device visits all pages (``tabs.SharedTab``). The first page is loaded
+normally; the others are reached through MkDocs Material's *instant navigation* (a click on a
+same-site link), which swaps the page content without reloading the window, so the Pyodide
+worker and the model session start once instead of once per page. Pages that instant
+navigation does not reach (such as ``404.html``) are loaded normally. The scheme is switched
+with Material's own palette toggle.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import NO_SERVICE_WORKER
 from reader import DESKTOP_WIDTH, PHONE_WIDTH, bad_values, clipped, overflow, overlapping_text, screenshot_widgets, scrolls_sideways
 from served import ROOT, SITE
+from tabs import SharedTab, site_pages
+from watched import NO_SERVICE_WORKER
 
 pytestmark = pytest.mark.browser
 
@@ -65,33 +65,6 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 FIRST_TIMEOUT_MS = 180_000  # the first page starts Pyodide and the model: allow the cold start
 PAGE_TIMEOUT_MS = 90_000
 BLOCKING_IMPACTS = ("serious", "critical")
-TITLE = re.compile(r"<title>(.*?)</title>", re.S)
-
-
-def site_pages(site: Path = SITE) -> list[str]:
-    """URL paths of every HTML page, relative to the site root: "" for the home page."""
-    if not site.is_dir():
-        return []
-    paths = []
-    for file in sorted(site.rglob("*.html")):
-        rel = file.relative_to(site).as_posix()
-        if rel.startswith("assets/"):
-            continue  # vendored runtime files, not pages
-        if rel.startswith("embed/"):
-            continue  # bare iframe pages without the theme: tests/browser/test_embed.py opens each
-        paths.append(rel.removesuffix("index.html"))
-    return sorted(paths, key=lambda p: (p != "", p))  # the home page first
-
-
-def page_title(path: str) -> str:
-    file = SITE / (path + "index.html" if path == "" or path.endswith("/") else path)
-    match = TITLE.search(file.read_text(encoding="utf-8"))
-    return html.unescape(match.group(1).strip()) if match else ""
-
-
-def local_sitemap(base_url: str, pages: list[str]) -> str:
-    urls = "".join(f"<url><loc>{base_url}{p}</loc></url>" for p in pages if p == "" or p.endswith("/"))
-    return f'<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
 
 
 PAGES = site_pages()
@@ -132,14 +105,6 @@ def set_scheme(page, scheme: str) -> None:
     )
 
 
-def _watched_page_class(config):
-    """The `WatchedPage` of tests/browser/conftest.py, the class behind the `page` fixture."""
-    for plugin in config.pluginmanager.get_plugins():
-        if getattr(plugin, "__file__", "") and hasattr(plugin, "WatchedPage") and Path(plugin.__file__).resolve().parent == Path(__file__).resolve().parent:
-            return plugin.WatchedPage
-    raise RuntimeError("tests/browser/conftest.py with WatchedPage not loaded")
-
-
 def widget_states(page) -> list[dict]:
     """Every tx-* element of the page: tag, whether it is defined, its state and status text."""
     return page.evaluate("""() => [...document.querySelectorAll("*")]
@@ -167,22 +132,30 @@ def wait_for_widgets(page, timeout_ms: int) -> None:
         pass
 
 
-def blocking_axe_violations(page, rules: list[str] | None = None) -> list[dict]:
+# Material's frame around the content: the same on every page but for which nav section is open
+# and which link is marked current. axe checks it in full on the first page of each top-level
+# section (each state of the nav) and leaves it out on the others, where it found nothing new
+# and took 40% of axe's time.
+TEMPLATE = [".md-header", ".md-tabs", ".md-sidebar--primary", ".md-footer"]
+
+
+def blocking_axe_violations(page, rules: list[str] | None = None, exclude: list[str] = ()) -> list[dict]:
     """axe-core's violations of impact serious or critical (axe must be on the page); only
-    `rules` (axe rule ids) when given."""
+    `rules` (axe rule ids) when given; not inside the elements that `exclude` selects."""
     # At the page's foot, Material's sticky table of contents sits partly above the viewport, and
     # axe measures those links against the dark footer it scrolls into view: a colour pair no
     # reader sees. Every run starts where a reader lands, at the top.
     result = page.evaluate(
-        """async (rules) => {
+        """async ([rules, exclude]) => {
         window.scrollTo(0, 0);
-        const r = await axe.run(document, rules ? {runOnly: rules, resultTypes: ["violations"]}
-                                                : {resultTypes: ["violations"]});
+        const context = exclude.length ? {exclude: exclude.map((s) => [s])} : document;
+        const r = await axe.run(context, rules ? {runOnly: rules, resultTypes: ["violations"]}
+                                               : {resultTypes: ["violations"]});
         return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
                                        targets: v.nodes.slice(0, 5).map(n => n.target),
                                        count: v.nodes.length}));
     }""",
-        rules,
+        [rules, list(exclude)],
     )
     return [v for v in result if v["impact"] in BLOCKING_IMPACTS]
 
@@ -204,80 +177,48 @@ def problems_on(page, timeout_ms: int, axe: bool = True) -> list[str]:
     return problems + (axe_problems(page) if axe else [])
 
 
-def axe_problems(page, rules: list[str] | None = None) -> list[str]:
+def axe_problems(page, rules: list[str] | None = None, exclude: list[str] = ()) -> list[str]:
     """axe-core's serious and critical violations, one line each."""
     return [
-        f"axe {v['impact']} '{v['id']}' ({v['help']}) on {v['count']} element(s), e.g. {json.dumps(v['targets'])}" for v in blocking_axe_violations(page, rules)
+        f"axe {v['impact']} '{v['id']}' ({v['help']}) on {v['count']} element(s), e.g. {json.dumps(v['targets'])}"
+        for v in blocking_axe_violations(page, rules, exclude)
     ]
-
-
-class Tour:
-    """One tab that visits the pages one after the other."""
-
-    def __init__(self, watched, site_url: str):
-        self.watched, self.page, self.site_url = watched, watched.page, site_url.rstrip("/") + "/"
-        self.instant = {p for p in PAGES if p == "" or p.endswith("/")}
-        self.loaded = False
-
-    def _axe_ready(self) -> None:
-        if not self.page.evaluate("typeof window.axe === 'object'"):
-            self.page.add_script_tag(path=str(AXE))
-
-    def visit(self, path: str) -> None:
-        target = "/" + path
-        if not self.loaded or path not in self.instant:
-            self.page.goto(self.site_url + path)
-            self.loaded = True
-        elif self.page.evaluate("location.pathname") != target:
-            # Mark the current content, click a same-site link, and wait below until the mark is
-            # gone: the new page's content has replaced the old one (or a full load happened).
-            self.page.evaluate(
-                """href => {
-                document.querySelectorAll("article").forEach(a => a.setAttribute("data-tx-previous-page", ""));
-                const a = document.createElement("a"); a.href = href;
-                document.body.appendChild(a); a.click(); a.remove(); }""",
-                self.site_url + path,
-            )
-        self.page.wait_for_function(
-            """([p, t]) => location.pathname === p && document.title === t
-                                       && !document.querySelector("[data-tx-previous-page]")""",
-            arg=[target, page_title(path)],
-            timeout=PAGE_TIMEOUT_MS,
-        )
-        self.page.wait_for_load_state("load")
-        self._axe_ready()
 
 
 @pytest.fixture(scope="module", params=list(DEVICES))
 def tour(browser, site_url, request):
+    """One tab per device that visits every page in turn (tabs.SharedTab)."""
     if not AXE.is_file():
         pytest.fail(f"axe-core is not installed: {AXE} (run npm ci)")
-    watched_page = _watched_page_class(request.config)
-    context = browser.new_context(**DEVICES[request.param], **NO_SERVICE_WORKER)
-    watched = watched_page(context, site_url)
-    sitemap = local_sitemap(site_url.rstrip("/") + "/", PAGES)
-    context.route("**/sitemap.xml", lambda route: route.fulfill(status=200, content_type="application/xml", body=sitemap))
-    tour = Tour(watched, site_url)
-    tour.device = request.param
-    yield tour
-    context.close()
-    watched.check()  # anything that happened after the last page's own check
+    with SharedTab(browser, site_url, **DEVICES[request.param]) as tour:
+        tour.device = request.param
+        tour.sections = set()  # top-level sections whose frame axe has checked
+        tour.shown = set()  # widget tags with a screenshot already
+        yield tour
+        tour.watched.check()  # anything that happened after the last page's own check
+
+
+def axe_ready(page) -> None:
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.add_script_tag(path=str(AXE))
 
 
 def test_the_site_has_pages():
     assert len(PAGES) > 3, f"no pages found under {SITE}: build the site first (make site)"
 
 
-def reader_problems(tour, path: str, scheme: str) -> list[str]:
-    """What the reader of this page sees wrong in one scheme; writes the widgets' screenshots."""
+def reader_problems(tour, path: str, scheme: str, frame: bool) -> list[str]:
+    """What the reader of this page sees wrong in one scheme (axe on Material's frame too when
+    `frame`); writes the screenshots of widgets not yet shown."""
     set_scheme(tour.page, scheme)
     problems = [f"{scheme}: {p}" for p in bad_values(tour.page, ALLOWED_WORDS)]
     width = DEVICES[tour.device]["viewport"]["width"]
     problems += [f"{scheme}: {p}" for p in overflow(tour.page, width) + clipped(tour.page) + overlapping_text(tour.page)]
     if tour.device == "desktop":  # contrast differs between the schemes; the rest of axe does not
-        problems += [f"{scheme}: {p}" for p in axe_problems(tour.page, None if scheme == "light" else ["color-contrast"])]
+        rules = None if scheme == "light" else ["color-contrast"]
+        problems += [f"{scheme}: {p}" for p in axe_problems(tour.page, rules, () if frame else TEMPLATE)]
     if scheme == "light":  # the dark look of every widget type is taken on its embed page
-        screenshot_widgets(tour.page, f"{tour.device}-{scheme}/{path.strip('/').replace('/', '_') or 'index'}")
+        screenshot_widgets(tour.page, f"{tour.device}-{scheme}/{path.strip('/').replace('/', '_') or 'index'}", tour.shown)
     return problems
 
 
@@ -289,20 +230,17 @@ SMOKE_PAGE = "attention/parallelism/"
 @pytest.mark.parametrize("path", [pytest.param(p, id=p or "index", marks=[pytest.mark.smoke] if p == SMOKE_PAGE else []) for p in PAGES])
 def test_page(tour, path):
     start = time.monotonic()
-    errors_before, external_before = len(tour.watched.errors), len(tour.watched.external)
+    mark = tour.watched.mark()
     first = not tour.loaded
     tour.visit(path)
+    axe_ready(tour.page)
     problems = problems_on(tour.page, FIRST_TIMEOUT_MS if first else PAGE_TIMEOUT_MS, axe=False)
     problems += scrolls_sideways(tour.page)  # the layout is the same in both schemes
+    section = path.split("/")[0]
     for scheme in ("dark", "light"):  # light last: the next page starts in the default scheme
-        problems += reader_problems(tour, path, scheme)
-    errors = tour.watched.errors[errors_before:]
-    external = tour.watched.external[external_before:]
-    problems += [f"console error: {e}" for e in errors]
-    problems += [f"request to another origin: {u}" for u in sorted(set(external))]
-    # Reported here, for this page; the fixture's final check must not report them again.
-    del tour.watched.errors[errors_before:]
-    del tour.watched.external[external_before:]
+        problems += reader_problems(tour, path, scheme, frame=section not in tour.sections)
+    tour.sections.add(section)
+    problems += tour.watched.take_since(mark)  # reported here, for this page, and not again
     assert not problems, f"/{path} on the {tour.device} ({time.monotonic() - start:.1f} s):\n  " + "\n  ".join(problems)
 
 
@@ -328,65 +266,34 @@ def test_embed_pages_differ_only_in_their_widget_title_and_credit():
         assert WIDGETS.get(tag, {}).get("name") == name, f"embed/{name}/ shows <{tag}>, which the catalogue does not put there"
 
 
-class EmbedTour:
-    """One tab per device that shows every embed page: the first is loaded, the others are
-    put in its place (the new page's <body>, title and widget, as frame.js creates it from a
-    page without a query), so Python and the model start once per device, not once per page.
-    `test_embed_pages_differ_only_in_their_widget_title_and_credit` checks that this is all
-    that differs between the pages."""
-
-    def __init__(self, watched, device: str):
-        self.watched, self.page, self.device = watched, watched.page, device
-        self.loaded = False
-
-    def visit(self, name: str):
-        if not self.loaded:
-            self.watched.goto(f"embed/{name}/?theme=light")
-            self.loaded = True
-        else:
-            self.page.evaluate(
-                """html => {
-                const next = new DOMParser().parseFromString(html, "text/html");
-                document.title = next.title;
-                document.documentElement.dataset.widget = next.documentElement.dataset.widget;
-                document.documentElement.dataset.theme = "light";
-                document.body.replaceWith(document.adoptNode(next.body));
-                document.getElementById("tx-frame").replaceChildren(document.createElement(next.documentElement.dataset.widget));
-            }""",
-                embed_html(name),
-            )
-        self.page.wait_for_function("() => !!document.querySelector('#tx-frame > [data-state]')", timeout=PAGE_TIMEOUT_MS)
-        return self.page
-
-
 @pytest.fixture(scope="module", params=list(DEVICES))
 def embed_tour(browser, site_url, request):
-    watched_page = _watched_page_class(request.config)
-    context = browser.new_context(**DEVICES[request.param], **NO_SERVICE_WORKER)
-    watched = watched_page(context, site_url)
-    yield EmbedTour(watched, request.param)
-    context.close()
-    watched.check()
+    """One tab per device that shows every embed page: the first is loaded, the others are put
+    in its place (``SharedTab.embed``), so Python and the model start once per device, not once
+    per page. `test_embed_pages_differ_only_in_their_widget_title_and_credit` checks that the
+    pages differ in nothing else."""
+    with SharedTab(browser, site_url, **DEVICES[request.param]) as tab:
+        tab.device = request.param
+        tab.shown = set()  # widget tags with a screenshot already
+        yield tab
+        tab.watched.check()
 
 
 @pytest.mark.parametrize("name", EMBEDS)
 def test_embed_page(embed_tour, name):
     """The bare iframe page of each widget, light and dark (its own theme switch), as on the site."""
     watched, device = embed_tour.watched, embed_tour.device
-    errors_before, external_before = len(watched.errors), len(watched.external)
+    mark = watched.mark()
     first = not embed_tour.loaded
-    p = embed_tour.visit(name)
+    p = embed_tour.embed(name, "theme=light")
     problems = problems_on(p, FIRST_TIMEOUT_MS if first else PAGE_TIMEOUT_MS, axe=False) + scrolls_sideways(p)
     width = DEVICES[device]["viewport"]["width"]
     for scheme in ("light", "dark"):
         p.evaluate("theme => { document.documentElement.dataset.theme = theme; }", scheme)
         problems += [f"{scheme}: {x}" for x in bad_values(p, ALLOWED_WORDS) + overflow(p, width) + clipped(p) + overlapping_text(p)]
         if scheme == "dark":  # the light look is taken on the site's pages
-            screenshot_widgets(p, f"{device}-{scheme}/embed_{name}")
-    problems += [f"console error: {e}" for e in watched.errors[errors_before:]]
-    problems += [f"request to another origin: {u}" for u in sorted(set(watched.external[external_before:]))]
-    del watched.errors[errors_before:]
-    del watched.external[external_before:]
+            screenshot_widgets(p, f"{device}-{scheme}/embed_{name}", embed_tour.shown)
+    problems += watched.take_since(mark)
     assert not problems, f"/embed/{name}/ on the {device}:\n  " + "\n  ".join(problems)
 
 

@@ -25,8 +25,8 @@ def wait_for_request(page, request):
     )
 
 
-def test_probabilities_match_cpython_after_moving_sliders(page):
-    p = page.goto("sampling/")
+def test_probabilities_match_cpython_after_moving_sliders(tab):
+    p = tab.visit("sampling/")
     widget = p.locator("tx-sampling")
     wait_for_request(p, {"temperature": 1, "top_k": 0, "top_p": 1})
     logits = widget.evaluate("el => el.logits")
@@ -50,8 +50,8 @@ def test_probabilities_match_cpython_after_moving_sliders(page):
     assert removed == len(logits) - sum(expected["kept"]) > 0
 
 
-def test_temperature_zero_is_greedy(page):
-    p = page.goto("sampling/")
+def test_temperature_zero_is_greedy(tab):
+    p = tab.visit("sampling/")
     widget = p.locator("tx-sampling")
     wait_for_request(p, {"temperature": 1, "top_k": 0, "top_p": 1})
     widget.locator('input[name="temperature"]').focus()

@@ -113,9 +113,11 @@ class TxEmbedBuilder extends HTMLElement {
       </style>`;
     this.form = this.querySelector("form");
     this.preview = this.querySelector(".tx-preview");
+    // A choice (a select, a checkbox) updates at once, typing after a pause.
     this.form.addEventListener("input", (event) => {
       if (event.target.name === "widget") this.renderAttributes();
-      this.schedule();
+      if (event.target.type === "text") this.schedule();
+      else this.updateNow();
     });
     this.onMessage = (event) => {
       if (event.source !== this.preview.contentWindow || event.data?.type !== RESIZE_MESSAGE) return;
@@ -169,6 +171,11 @@ class TxEmbedBuilder extends HTMLElement {
   schedule() {
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.update(), 400);
+  }
+
+  updateNow() {
+    clearTimeout(this.timer);
+    this.update();
   }
 
   update() {
