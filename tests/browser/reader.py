@@ -18,9 +18,12 @@ BAD_VALUE = re.compile(r"\[object \w*\]|\bundefined\b|\bNaN\b|-?\bInfinity\b|\bn
 VALUE_WORDS = 3  # a page text this short is a value or a label, not a sentence about NaN
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
 
-# The visible text nodes of the document and of every open shadow root, each with where it
-# sits: the tx-* widget that holds it (or "") and whether it is inside code or a formula.
-_VISIBLE_TEXT = """() => {
+# The visible text nodes of the document and of every open shadow root whose text matches
+# `pattern` (BAD_VALUE's source), each with where it sits: the tx-* widget that holds it (or "")
+# and whether it is inside code or a formula. The pattern is tried first: most text holds no
+# such word, and only a match is worth the visibility check (which lays the page out).
+_VISIBLE_TEXT = """(pattern) => {
+  const bad = new RegExp(pattern);
   const out = [];
   const walk = (root, widget) => {
     const it = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
@@ -29,6 +32,7 @@ _VISIBLE_TEXT = """() => {
         if (node.shadowRoot) walk(node.shadowRoot, node.localName.startsWith("tx-") ? node.localName : widget);
         continue;
       }
+      if (!bad.test(node.nodeValue)) continue;
       const text = node.nodeValue.trim();
       const parent = node.parentElement;
       if (!text || !parent || ["SCRIPT", "STYLE", "TEMPLATE", "TITLE"].includes(parent.tagName)) continue;
@@ -54,7 +58,7 @@ def bad_values(page, allowed: dict[str, set[str]] | None = None) -> list[str]:
     """
     allowed = allowed or {}
     problems = []
-    for item in page.evaluate(_VISIBLE_TEXT):
+    for item in page.evaluate(_VISIBLE_TEXT, BAD_VALUE.pattern):
         if item["quoted"]:
             continue
         prose = not item["widget"] and len(item["text"].split()) > VALUE_WORDS

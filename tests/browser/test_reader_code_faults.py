@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from demos import attention, bugs, exercises
+from tabs import SharedTab
 from test_exercise_widgets import PY_TIMEOUT, run_code
 from widget_checks import assert_close, shown_attention
 
@@ -60,11 +61,18 @@ HOSTILE = [
 ]
 
 
-def open_page(page, path, widget):
-    """`path` with a 2 s ping limit and the status recorder; waits until `widget` is ready."""
-    page.page.add_init_script(f"window.TX_LIMITS = {json.dumps({'pythonAnswerMs': ANSWER_MS})};")
-    page.page.add_init_script(RECORD_STATUS)
-    p = page.goto(path)
+@pytest.fixture(scope="module")
+def shared_tab(browser, site_url):
+    """The module's tab (tabs.SharedTab) with a 2 s ping limit and the status recorder: each
+    test's hostile code is survived by the same page, as a reader's page would have to."""
+    limits = f"window.TX_LIMITS = {json.dumps({'pythonAnswerMs': ANSWER_MS})};"
+    with SharedTab(browser, site_url, init_scripts=(limits, RECORD_STATUS)) as tab:
+        yield tab
+
+
+def open_page(tab, path, widget):
+    """`path` in the module's tab; waits until `widget` is ready."""
+    p = tab.visit(path)
     el = p.locator(widget)
     p.wait_for_function("el => el.dataset.state === 'ready' && (el.dataset.exercise || el.dataset.bug)", arg=el.element_handle(), timeout=PY_TIMEOUT)
     return p, el
@@ -93,11 +101,11 @@ def statuses(p):
 
 
 @pytest.mark.parametrize(("code", "result", "says", "recovering", "logged"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
-def test_hostile_code_in_an_exercise_breaks_nothing(page, code, result, says, recovering, logged):
+def test_hostile_code_in_an_exercise_breaks_nothing(tab, code, result, says, recovering, logged):
     for marker in logged:
-        page.expect_errors(marker)
+        tab.expect_errors(marker)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    p, exercise = open_page(page, "labs/attention/", "tx-exercise")
+    p, exercise = open_page(tab, "labs/attention/", "tx-exercise")
     start = exercises.get_exercise(exercise.get_attribute("data-exercise"))["code"]
     statuses(p)
     run_code(p, exercise, code + (start if code == TAMPERING else ""))
@@ -118,10 +126,10 @@ def test_hostile_code_in_an_exercise_breaks_nothing(page, code, result, says, re
     print(f"\n{result}: {shown.splitlines()[0][:160]!r}; the lab back in {lab_back:.1f} s; it showed {seen}")
 
 
-def test_a_worker_terminated_from_outside_is_replaced(page):
+def test_a_worker_terminated_from_outside_is_replaced(tab):
     """Playwright closes the Python worker (as a browser could): the next computation waits
     `pythonAnswerMs` for a ping, says why Python is starting again, and then answers."""
-    p, exercise = open_page(page, "labs/attention/", "tx-exercise")
+    p, exercise = open_page(tab, "labs/attention/", "tx-exercise")
     (worker,) = [w for w in p.workers if w.url.endswith("python-worker.js")]
     worker.evaluate("close()")
     statuses(p)
@@ -135,10 +143,10 @@ def test_a_worker_terminated_from_outside_is_replaced(page):
     print(f"\nthe lab back in {back:.1f} s; it showed {seen}")
 
 
-def test_code_that_ends_python_in_spot_the_bug_breaks_nothing(page):
+def test_code_that_ends_python_in_spot_the_bug_breaks_nothing(tab):
     """The same guarantee for spot-the-bug's box: `os._exit` is reported there, its fix then
     passes, and the exercise on the same page still passes its solution."""
-    p, box = open_page(page, "labs/spot-the-bug/", "tx-spot-the-bug")
+    p, box = open_page(tab, "labs/spot-the-bug/", "tx-spot-the-bug")
     checks = int(box.get_attribute("data-checks"))
     box.locator("textarea.code").fill("import os\nos._exit(1)\n")
     box.locator('button[name="check"]').click()
