@@ -40,7 +40,7 @@ MANIFEST   := $(MODEL_DIR)/manifest.json
 TABLES     := $(MODEL_DIR)/tables/index.json
 INSPECT    := $(MODEL_DIR)/.build/reference-inspect.onnx
 
-.PHONY: help serve test test-fast test-durations lint format site setup assets model browser pyodide-wheels clean check-budgets
+.PHONY: help serve test test-fast test-durations test-ready lint format site setup assets model browser pyodide-wheels clean check-budgets
 
 help:
 	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
@@ -57,17 +57,23 @@ serve: site
 # workers (tests/conftest.py says how); durations of the slowest 25 at the end.
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
-test: lint site browser pyodide-wheels
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
 	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL))
+
+# What the tests need, two steps at a time (the model's export beside the other set-up steps).
+test-ready: lint site browser pyodide-wheels
 
 # The inner loop (under 3 minutes): every CPython test but the ONNX exports, the node tests and
 # one browser smoke test (a page with a Python widget and a model widget, as a reader loads it).
-test-fast: lint site browser pyodide-wheels
+test-fast:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
 	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL) -m "smoke or not (browser or slow)")
 
 # Runs the whole suite with every test's duration and rewrites tests/durations.json (the
 # order in which pytest -n shares the groups out) and the table in tests/README.md.
-test-durations: lint site browser pyodide-wheels
+test-durations:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
 	TX_TEST_DURATIONS=build/test-durations.json $(PY) -m pytest $(PYTEST_PARALLEL)
 	$(PY) tests/durations.py build/test-durations.json
 
@@ -99,7 +105,7 @@ setup: $(VENV_STAMP) $(NPM_STAMP)
 
 $(VENV_STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[export,docs,test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -c constraints.txt -e '.[export,docs,test]'
 	touch $@
 
 $(NPM_STAMP): package.json package-lock.json

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE = ROOT / "site"
 DURATIONS = Path(__file__).with_name("durations.json")  # group -> seconds, from `make test-durations`
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))  # another built site: TX_SITE=/path
+from site_under_test import ROOT, SITE
+
+__all__ = ["ROOT", "SITE", "manifest", "model_dir", "record_other_origins"]
 
 
 def model_dir() -> Path:

@@ -20,6 +20,7 @@ import pytest
 
 from faults import manifest, model_dir, model_fault_route, serve_patched_manifest
 from served import ROOT, SITE
+from tabs import SharedTab
 from test_generate_reference import EXACT_VARIANTS, OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
@@ -63,6 +64,12 @@ def _reference(name: str) -> OrtGPT2:
 
 
 def open_api(watched):
+    """The API page in `watched` (a fresh page), or in the module's shared tab: loaded there once,
+    so the tests that only compute share its model (the others are about loading it)."""
+    if isinstance(watched, SharedTab):
+        if watched.page.url != watched.site_url + API_PAGE:
+            watched.reload(API_PAGE)
+        return watched.page
     p = watched.goto(API_PAGE)
     p.wait_for_load_state()
     return p
@@ -180,11 +187,11 @@ def test_webgpu_prefill_logits_match_onnxruntime(webgpu_page):
     check_prefill_logits(p, result["info"])
 
 
-def test_default_variant_per_backend_and_its_logits(page):
+def test_default_variant_per_backend_and_its_logits(tab):
     """Without a forced variant WASM loads the manifest's default (else the runtime's
     preference), and its logits agree with onnxruntime on that file."""
     m = manifest()
-    p = open_api(page)
+    p = open_api(tab)
     result = load(p, backend="wasm")
     assert result["ok"], result
     wasm_variants = [v["name"] for v in m["variants"] if "wasm" in v["backends"]]
@@ -196,10 +203,10 @@ def test_default_variant_per_backend_and_its_logits(page):
     check_prefill_logits(p, result["info"])
 
 
-def test_tokenizer_corpus_in_the_browser(page):
+def test_tokenizer_corpus_in_the_browser(tab):
     """The tokenizer gives HF's ids for the whole committed corpus inside Chromium too."""
     corpus = json.loads(TOKENIZER_CORPUS.read_text())
-    p = open_api(page)
+    p = open_api(tab)
     mismatches = p.evaluate(
         """async (corpus) => {
       const { GPT2Tokenizer } = await import('./assets/tx/runtime/tokenizer.js');
@@ -365,8 +372,8 @@ def test_variant_in_external_data_pieces(page, tmp_path):
     np.testing.assert_allclose(got["logits"], want, atol=1e-4, rtol=0)
 
 
-def test_prompt_longer_than_the_context_is_a_message(page):
-    p = open_api(page)
+def test_prompt_longer_than_the_context_is_a_message(tab):
+    p = open_api(tab)
     assert load(p, backend="wasm")["ok"]
     n_positions = manifest()["config"]["n_positions"]
     error = p.evaluate(

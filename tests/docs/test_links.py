@@ -1,7 +1,7 @@
 """Every internal link and #anchor of the built site resolves.
 
-The site is built once for this module (`mkdocs build --strict` into a temporary
-directory, so it never touches anyone's `site/`). Then every HTML page is parsed, and each
+The site checked is the one `make test` built with `mkdocs build --strict` (site/, or
+TX_SITE), which the browser tests serve too. Every HTML page is parsed, and each
 same-site URL in `href`/`src` must name an existing file; a `#fragment` on a link to an
 HTML page must name an element `id` (or `<a name>`) in that page. MkDocs itself checks
 links between Markdown files, but not anchors, and not links written as raw HTML.
@@ -9,16 +9,13 @@ links between Markdown files, but not anchors, and not links written as raw HTML
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
+from site_under_test import SITE
 
-ROOT = Path(__file__).resolve().parents[2]
 BASE = "http://site.invalid/"  # stand-in origin for resolving relative URLs
 URL_ATTRIBUTES = {"a": "href", "link": "href", "area": "href", "script": "src", "img": "src", "iframe": "src", "source": "src", "video": "src", "audio": "src"}
 
@@ -45,12 +42,10 @@ class PageScan(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("links") / "site"
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT, capture_output=True, text=True, env=env)
-    assert result.returncode == 0, result.stderr
-    return out
+def site() -> Path:
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"{SITE} is not built: run `make site` (make test does it)")
+    return SITE
 
 
 @pytest.fixture(scope="module")
