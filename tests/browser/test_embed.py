@@ -188,7 +188,11 @@ def wait_widget(scope, selector, condition="true", timeout=TIMEOUT):
         const observer = new MutationObserver(() => {{ if (done()) observer.disconnect(); }});
         observer.observe(el, {{ attributes: true, subtree: true, childList: true }});
         if (el.shadowRoot) observer.observe(el.shadowRoot, {{ attributes: true, subtree: true, childList: true }});
-        setTimeout(() => {{ observer.disconnect(); reject(new Error("timed out: " + el.dataset.state)); }}, timeout);
+        setTimeout(() => {{
+            observer.disconnect();
+            const status = el.shadowRoot?.querySelector(".status-text")?.textContent || "";
+            reject(new Error(`timed out: ${{el.dataset.state}} ${{JSON.stringify({{...el.dataset}})}} “${{status}}”`));
+        }}, timeout);
     }})""",
         timeout,
     )
@@ -318,7 +322,10 @@ def test_widgets_never_write_into_the_course_pages_address(course):
     before = page.url
     widget = wait_widget(page, "#next-token", "el.shadowRoot.querySelectorAll('tbody tr').length > 0")
     widget.locator("textarea").fill("The course goes on")
-    page.wait_for_timeout(800)  # the widget saves its state 250 ms after typing
+    # The widget keeps its state in the same step as it reruns, 250 ms after typing: once its
+    # table is the new prompt's, it has written (or not) to the address. Waiting for that also
+    # leaves no redraw under way to move the iframes below while a later test clicks in them.
+    wait_widget(page, "#next-token", "el.shadowRoot.querySelector('.tokens').textContent.includes('goes') && el.dataset.state === 'ready'")
     assert page.url == before
 
 
@@ -373,7 +380,7 @@ def test_generate_iframe_matches_the_site(course, site_page):
     page, _ = course
     frame = frame_of(page, "generate")
     widget = wait_widget(frame, "tx-generate")
-    page.locator("#generate").scroll_into_view_if_needed()
+    wait_sized(page, "generate")  # in view, at its content's height: nothing moves under the click
     widget.locator("button.go").click()
     widget = wait_widget(frame, "tx-generate", "el.dataset.runs === '1' && el.dataset.running === 'false'")
     embedded = json.loads(widget.get_attribute("data-ids"))
