@@ -391,14 +391,6 @@ class WidgetPage:
             self.watched = None
 
 
-@pytest.fixture(scope="module")
-def widget_page(browser, site_url):
-    """One embed page for a test module: each test puts its widget in it (Python and the model start once)."""
-    shared = WidgetPage(browser, site_url)
-    yield shared
-    shared.close()
-
-
 def widget_entry(tag: str) -> dict:
     """The catalogue entry of `tag`; fails the test when the site under test is not built."""
     if tag not in WIDGETS:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from bad_input_harness import WidgetPage
 from served import SITE
 from sitebuild.chromium import HEADLESS_ARGS, find_chromium
 from sitebuild.serve import serve_in_thread
@@ -86,11 +87,38 @@ def webgpu_page(webgpu_browser, site_url):
     yield from _watched(webgpu_browser, site_url)
 
 
+@pytest.fixture(scope="session")
+def shared_tabs():
+    """The tabs that several test modules share, by the name in their ``SHARED``."""
+    tabs: dict[str, SharedTab] = {}
+    yield tabs
+    for tab in tabs.values():
+        tab.context.close()
+
+
 @pytest.fixture(scope="module")
-def shared_tab(browser, site_url):
-    """One tab for the whole test module (tabs.py): Python and the model start once in it."""
-    with SharedTab(browser, site_url) as tab:
-        yield tab
+def shared_tab(request, browser, site_url, shared_tabs):
+    """One tab for the whole test module (tabs.py): Python and the model start once in it. A
+    module with ``SHARED = "<name>"`` shares the tab of that name with the other modules that
+    name it (tests/conftest.py puts them in one xdist group, so on one worker, in turn)."""
+    name = getattr(request.module, "SHARED", None)
+    if name is None:
+        with SharedTab(browser, site_url) as tab:
+            yield tab
+        return
+    if name not in shared_tabs:
+        shared_tabs[name] = SharedTab(browser, site_url)
+    yield shared_tabs[name]
+
+
+@pytest.fixture(scope="session")
+def widget_page(browser, site_url):
+    """One embed page per widget family for the bad-input and keyboard sweeps (bad_input_harness),
+    shared by both files (``SHARED``): each test puts its widget in it, so Python and the model
+    start once per family."""
+    shared = WidgetPage(browser, site_url)
+    yield shared
+    shared.close()
 
 
 @pytest.fixture

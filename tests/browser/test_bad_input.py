@@ -31,10 +31,14 @@ import time
 
 import pytest
 
-from bad_input_harness import INSTRUMENT, LONE_SURROGATE, TAGS, family, widget_entry, widget_page  # noqa: F401 (widget_page: a fixture)
+from bad_input_harness import INSTRUMENT, LONE_SURROGATE, TAGS, family, widget_entry
 from reader import BAD_VALUE, bad_values
 
 pytestmark = pytest.mark.browser
+
+# conftest.py: with test_keyboard.py / test_bad_input.py, one group per widget family, whose
+# page (the `widget_page` fixture) both files use in turn.
+SHARED = "widget sweeps"
 
 
 def xdist_group(item) -> str:

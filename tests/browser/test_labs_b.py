@@ -25,6 +25,9 @@ from watched import WatchedPage
 
 pytestmark = pytest.mark.browser
 
+# One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
+SHARED = "python labs"
+
 PY_TIMEOUT = 120_000  # ms: Pyodide start-up on a busy 2-core machine
 
 

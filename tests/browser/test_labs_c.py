@@ -12,6 +12,9 @@ from widget_checks import TOL, assert_close, press_keys, wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
 
+# One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
+SHARED = "python labs"
+
 
 def attrs(widget, selector, *names):
     """The data-* attributes `names` of every element matching `selector` in the widget's shadow root."""

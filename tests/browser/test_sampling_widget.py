@@ -9,6 +9,9 @@ from widget_checks import press_keys
 
 pytestmark = pytest.mark.browser
 
+# One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
+SHARED = "python labs"
+
 
 def shown(widget):
     """The probabilities the widget displays, and the arguments it computed them for."""
