@@ -5,7 +5,7 @@ test file, so its module fixtures (one browser tab for a whole sweep, a model bu
 set up once. A test file can split itself into several groups with a function
 ``xdist_group(item) -> str`` (the reader-view tour: one group per device; the bad-input and
 keyboard sweeps: one per widget family, each with its own page), so that its parts run side
-by side; several files can form one group (``SHARED = "<name>"``) to share a tab whose
+by side; several files can form one group (``SHARED_TAB = "<name>"``) to share a tab whose
 Python or model has started. The groups are handed out longest first (``tests/durations.json``, written by
 ``make test-durations``), which keeps both workers busy to the end. Without xdist the same
 order applies and changes nothing else.
@@ -29,11 +29,11 @@ def root() -> Path:
 
 
 def group_of(item) -> str:
-    """The xdist group of a test: its file (or the group its file's ``SHARED`` names, which
+    """The xdist group of a test: its file (or the group its file's ``SHARED_TAB`` names, which
     several files join to share a browser tab or page on one worker), and the part its file's
     ``xdist_group`` names."""
     module = getattr(item, "module", None)
-    base = getattr(module, "SHARED", None) or item.nodeid.split("::")[0]
+    base = getattr(module, "SHARED_TAB", None) or item.nodeid.split("::")[0]
     split = getattr(module, "xdist_group", None)
     part = split(item) if callable(split) else ""
     return f"{base}[{part}]" if part else base

@@ -89,7 +89,7 @@ def webgpu_page(webgpu_browser, site_url):
 
 @pytest.fixture(scope="session")
 def shared_tabs():
-    """The tabs that several test modules share, by the name in their ``SHARED``."""
+    """The tabs that several test modules share, by the name in their ``SHARED_TAB``."""
     tabs: dict[str, SharedTab] = {}
     yield tabs
     for tab in tabs.values():
@@ -99,9 +99,9 @@ def shared_tabs():
 @pytest.fixture(scope="module")
 def shared_tab(request, browser, site_url, shared_tabs):
     """One tab for the whole test module (tabs.py): Python and the model start once in it. A
-    module with ``SHARED = "<name>"`` shares the tab of that name with the other modules that
+    module with ``SHARED_TAB = "<name>"`` shares the tab of that name with the other modules that
     name it (tests/conftest.py puts them in one xdist group, so on one worker, in turn)."""
-    name = getattr(request.module, "SHARED", None)
+    name = getattr(request.module, "SHARED_TAB", None)
     if name is None:
         with SharedTab(browser, site_url) as tab:
             yield tab
@@ -114,7 +114,7 @@ def shared_tab(request, browser, site_url, shared_tabs):
 @pytest.fixture(scope="session")
 def widget_page(browser, site_url):
     """One embed page per widget family for the bad-input and keyboard sweeps (bad_input_harness),
-    shared by both files (``SHARED``): each test puts its widget in it, so Python and the model
+    shared by both files (``SHARED_TAB``): each test puts its widget in it, so Python and the model
     start once per family."""
     shared = WidgetPage(browser, site_url)
     yield shared

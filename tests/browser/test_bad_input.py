@@ -38,7 +38,7 @@ pytestmark = pytest.mark.browser
 
 # conftest.py: with test_keyboard.py / test_bad_input.py, one group per widget family, whose
 # page (the `widget_page` fixture) both files use in turn.
-SHARED = "widget sweeps"
+SHARED_TAB = "widget sweeps"
 
 
 def xdist_group(item) -> str:

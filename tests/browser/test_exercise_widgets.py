@@ -16,7 +16,7 @@ from watched import NO_SERVICE_WORKER, WatchedPage
 pytestmark = pytest.mark.browser
 
 # One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
-SHARED = "python labs"
+SHARED_TAB = "python labs"
 
 PY_TIMEOUT = 120_000  # ms: Python's first start on a busy 2-core machine
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"

@@ -10,7 +10,7 @@ from widget_checks import TOL, assert_close, press_keys, shown_attention, wait_e
 pytestmark = pytest.mark.browser
 
 # One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
-SHARED = "python labs"
+SHARED_TAB = "python labs"
 
 
 # ---------------------------------------------------------------------------

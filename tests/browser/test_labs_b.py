@@ -26,7 +26,7 @@ from watched import WatchedPage
 pytestmark = pytest.mark.browser
 
 # One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
-SHARED = "python labs"
+SHARED_TAB = "python labs"
 
 PY_TIMEOUT = 120_000  # ms: Pyodide start-up on a busy 2-core machine
 

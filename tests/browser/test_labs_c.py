@@ -13,7 +13,7 @@ from widget_checks import TOL, assert_close, press_keys, wait_error, wait_ready
 pytestmark = pytest.mark.browser
 
 # One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
-SHARED = "python labs"
+SHARED_TAB = "python labs"
 
 
 def attrs(widget, selector, *names):

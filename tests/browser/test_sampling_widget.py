@@ -10,7 +10,7 @@ from widget_checks import press_keys
 pytestmark = pytest.mark.browser
 
 # One tab for the Python labs' test files (conftest.py `shared_tab`): Python starts once for them.
-SHARED = "python labs"
+SHARED_TAB = "python labs"
 
 
 def shown(widget):
