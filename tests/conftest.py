@@ -33,7 +33,8 @@ def group_of(item) -> str:
     several files join to share a browser tab or page on one worker), and the part its file's
     ``xdist_group`` names."""
     module = getattr(item, "module", None)
-    base = getattr(module, "SHARED_TAB", None) or item.nodeid.split("::")[0]
+    shared = getattr(module, "SHARED_TAB", None)
+    base = shared if isinstance(shared, str) else item.nodeid.split("::")[0]  # xdist sends it: a str
     split = getattr(module, "xdist_group", None)
     part = split(item) if callable(split) else ""
     return f"{base}[{part}]" if part else base
