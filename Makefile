@@ -123,10 +123,14 @@ $(VENDOR): site_src/sitebuild/assets.py package-lock.json | setup
 model: $(MANIFEST) $(TABLES) $(INSPECT)
 $(MANIFEST): $(wildcard model_export/*.py model_export/data/*) | setup
 	$(VENV)/bin/model-export all $(MODEL_FROM) --out $(MODEL_DIR) || { rm -f $(MANIFEST); exit 1; }
+# `all` writes both, but make may have looked for them before it ran (it caches what a folder
+# held), hence the test. One after the other: both stages rewrite the build record and the
+# manifest, and side by side (make -j2) one lost the other's entry (the site then stopped: "tables/
+# is missing").
 $(TABLES): | $(MANIFEST)
-	$(VENV)/bin/model-export tables --out $(MODEL_DIR)
-$(INSPECT): | $(MANIFEST)
-	$(VENV)/bin/model-export probes --out $(MODEL_DIR)
+	test -f $@ || $(VENV)/bin/model-export tables --out $(MODEL_DIR)
+$(INSPECT): | $(MANIFEST) $(TABLES)
+	test -f $@ || $(VENV)/bin/model-export probes --out $(MODEL_DIR)
 
 site: setup assets model
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(SITE_DIR)
