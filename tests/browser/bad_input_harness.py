@@ -14,16 +14,15 @@ to an input instead of sleeping, and it records what an injected payload would d
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
+from site_under_test import SITE
 
 from watched import NO_SERVICE_WORKER, WatchedPage
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 CATALOG = SITE / "assets" / "tx" / "embed" / "v1" / "catalog.js"
 
 

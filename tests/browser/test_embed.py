@@ -14,7 +14,6 @@ from __future__ import annotations
 import http.server
 import json
 import math
-import os
 import re
 import threading
 import urllib.request
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from site_under_test import SITE
 
 from demos import attention, bpe, rope, sampling
 from served import record_other_origins
@@ -32,7 +32,6 @@ from widget_checks import TOL, assert_close, shown_attention
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 COURSE = ROOT / "tests" / "fixtures" / "course"
 SITE_TOKEN = "https://SITE"
 TIMEOUT = 180_000  # ms: three Pythons and two models start at once on a 2-core machine

@@ -7,15 +7,14 @@ PyTorch or transformers skip themselves inside Pyodide; every file must still ru
 tests there.
 """
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from site_under_test import SITE
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 WHEELS = ROOT / "build" / "cache" / "pyodide-wheels"
 MODULES = sorted(p.stem for p in (ROOT / "demos").glob("*.py") if not p.stem.startswith("_"))
 # Private modules with a test file of their own run there too: demos._isolation's guarantees

@@ -2,16 +2,15 @@
 
 import hashlib
 import json
-import os
 import zipfile
 from pathlib import Path
 
 import pytest
+from site_under_test import SITE
 
 from sitebuild import assets
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 
 
 def carrier_with(tmp_path, name, data):

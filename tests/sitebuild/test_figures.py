@@ -7,7 +7,6 @@ page order; and each figure is placed on a page and sits inline in the built sit
 """
 
 import math
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mkdocs.exceptions import PluginError
+from site_under_test import SITE
 
 from demos.attention import scaled_dot_product_attention
 from demos.bpe import train_bpe
@@ -36,7 +36,6 @@ from sitebuild.figures import FIGURES, attention, decoding, efficiency, families
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 SVG_NS = "{http://www.w3.org/2000/svg}"
 COLOUR_ATTRS = {"fill", "stroke", "color", "style", "stop-color", "flood-color"}
 

@@ -1,18 +1,17 @@
 """hooks.py's model copy: the pipeline figures' tables come from the model export, copied, not computed."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from mkdocs.exceptions import PluginError
+from site_under_test import SITE
 
 from model_export.layout import MANIFEST, TABLES_DIR
 from model_export.package import listed_files
 from sitebuild import hooks, pipeline_hook
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 
 
 def model_dir(tmp_path, tables=True):

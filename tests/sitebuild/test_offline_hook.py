@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
+
+from site_under_test import SITE
 
 from sitebuild import offline_hook
 from sitebuild.offline_hook import (
@@ -125,7 +126,7 @@ def test_written_files_share_one_set_of_facts(tmp_path):
 
 def test_the_built_site_has_the_worker_and_its_facts():
     """When a site is built (TX_SITE, default site/), its sw.js and offline-build.js agree."""
-    site = Path(os.environ.get("TX_SITE", ROOT / "site"))
+    site = SITE
     if not (site / BUILD_MODULE).is_file():
         import pytest
 

@@ -1,11 +1,11 @@
 """The code on the pipeline pages is the code in model_export/gpt2.py, included at build time."""
 
 import html
-import os
 import re
 from pathlib import Path
 
 import pytest
+from site_under_test import SITE
 
 from sitebuild import pipeline_hook as hook
 
@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 PAGES = sorted((ROOT / "docs" / "pipeline").glob("*.md"))
 STAGES = [p for p in PAGES if p.name != "index.md"]
-SITE = Path(os.environ.get("TX_SITE", ROOT / "site"))
 
 
 def markers(page):
