@@ -290,3 +290,22 @@ export async function fetchVerified(
   report(true);
   return { files: out, fromCache: fromCacheBytes, fromNetwork: total - fromCacheBytes, storage };
 }
+
+/**
+ * Store for offline reading those of `files` that the cache lacks (checked by key only: the
+ * stored ones are not read), downloaded and verified as `fetchVerified` does. A page calls
+ * it for the model files a runtime started to download on a page the reader has left
+ * (runtime/sw-register.js keeps that record).
+ * @param {{path: string, bytes: number, sha256: string}[]} files manifest entries
+ * @param {{baseUrl: string}} options
+ * @returns {Promise<boolean>} whether every file is stored now
+ */
+export async function keepFiles(files, { baseUrl }) {
+  const cache = await openCache();
+  if (!cache) return false;
+  const missing = [];
+  for (const f of files) if (!(await cache.match(cacheKey(new URL(f.path, baseUrl).href, f.sha256)))) missing.push(f);
+  if (!missing.length) return true;
+  const { storage } = await fetchVerified(missing, { baseUrl });
+  return storage === "cache";
+}

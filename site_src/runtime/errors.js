@@ -94,6 +94,23 @@ export function pythonStartMessage(fault) {
   return `Python could not start: ${sentence.replace(/[.\s]+$/, "")}.`;
 }
 
+const NOT_SAVED = {
+  python: "Python is",
+  model: "The model is",
+  inspect: "The model's “Looking inside” graph is",
+  figure: "The weights this figure reads are",
+};
+
+/**
+ * What a widget says offline when what it needs was never stored for offline reading.
+ * @param {"python"|"model"|"inspect"|"figure"} what Python, the model (runtime or weights), the
+ *   model's inspect graph (the "Looking inside" widgets), a figure's weights
+ * @returns {string} e.g. "Python is not saved for offline use yet: open this page once online."
+ */
+export function notSavedOfflineMessage(what) {
+  return `${NOT_SAVED[what]} not saved for offline use yet: open this page once online.`;
+}
+
 /**
  * The message of a JSON file the model runtime reads that cannot be used.
  * @param {string} what how to name the file, e.g. "The model's file list (manifest.json)"

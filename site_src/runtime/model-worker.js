@@ -13,6 +13,7 @@
  * Messages out:
  *   {type: "progress", stage, message, loaded?, total?}
  *   {type: "notice", message}
+ *   {type: "files", baseUrl, files}           (what a load downloads: kept for offline reading)
  *   {type: "lost", reason}                    (the WebGPU device is gone: the page ends this worker)
  *   {type: "token", target, token}
  *   {id, result} or {id, error: {name, message, kind?, retryable?}}
@@ -238,6 +239,8 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     for (const candidate of candidates) {
       const { graph, data, index, packed } = variantFiles(candidate, { inspect: needs.includes(INSPECT) });
       const listed = index ? [graph, index, ...packed] : [graph, ...data];
+      // The page records them: a reader who leaves before they are in gets them stored later.
+      self.postMessage({ type: "files", baseUrl: manifestUrl, files: [...listed, ...tokenizerFiles] });
       fetched = await fetchVerified([...listed, ...tokenizerFiles], {
         baseUrl: manifestUrl,
         onProgress: (p) => progress(p.stage, p.message, p),

@@ -38,14 +38,16 @@
  * (widgets/base.js) turns the offers into buttons that accept and then retry.
  * @module model
  */
-import { MEMORY_OFFERS, dataFileMessage, deviceLostMessage, workerMessage } from "./errors.js";
+import { MEMORY_OFFERS, dataFileMessage, deviceLostMessage, notSavedOfflineMessage, workerMessage } from "./errors.js";
 import { limits } from "./limits.js";
 import { chooseForMemory, deviceMemoryGB, memoryChoice } from "./memory.js";
+import { keepForOffline, keepModelFiles, notSavedOffline } from "./offline-use.js";
 import { modelsURL } from "./paths.js";
 import { trackStart } from "./quiet.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
 import { createModuleWorker } from "./worker.js";
 
+const WORKER_URL = new URL("./model-worker.js", import.meta.url);
 const loaded = new Map();
 
 /** An error from the runtime, with `kind` ("context", "missing", "mismatch", ...) and `retryable`. */
@@ -229,7 +231,8 @@ class ModelHandle {
 
 function workerChannel({ onProgress, onNotice, onBroken }) {
   // createModuleWorker also works when a course page on another origin imported the widgets.
-  const worker = createModuleWorker(new URL("./model-worker.js", import.meta.url));
+  const worker = createModuleWorker(WORKER_URL);
+  keepForOffline(WORKER_URL);
   const pending = new Map();
   let nextId = 1;
   let broken = null;
@@ -250,6 +253,7 @@ function workerChannel({ onProgress, onNotice, onBroken }) {
   worker.onmessage = ({ data }) => {
     if (data.type === "progress") return onProgress(data);
     if (data.type === "notice") return onNotice(data.message);
+    if (data.type === "files") return keepModelFiles(data.baseUrl, data.files);
     if (data.type === "token") return pending.get(data.target)?.onToken?.(data.token);
     if (data.type === "lost") return breakDown(new ModelError({ message: deviceLostMessage(data.reason), kind: "device-lost", retryable: true }));
     const call = pending.get(data.id);
@@ -422,8 +426,15 @@ export async function loadModel({
     entry.handle = new ModelHandle(channel, info, tokenizer, key);
     return entry.handle;
   })();
-  entry.promise = entry.promise.catch((err) => {
-    throw err.kind === "memory" ? memoryError(err, asked, variant) : err;
+  entry.promise = entry.promise.catch(async (err) => {
+    if (err.kind === "memory") throw memoryError(err, asked, variant);
+    // Offline, with the model runtime or these files never stored: say that, not which download failed.
+    const gap = err.retryable ? await notSavedOffline(WORKER_URL, err) : null;
+    if (gap) {
+      const what = gap === "files" && needs.includes("inspect") ? "inspect" : "model";
+      throw new ModelError({ message: notSavedOfflineMessage(what), kind: "offline", retryable: true });
+    }
+    throw err;
   });
   entry.promise.catch(() => {
     channel.terminate();

@@ -13,10 +13,21 @@
  * @module packed-weights
  */
 import { fetchVerified } from "./download.js";
+import { notSavedOfflineMessage } from "./errors.js";
 import { checkIndex, expandQ4 } from "./expand.js";
+import { keepModelFiles, notSavedOffline } from "./offline-use.js";
 import { variantFiles } from "./variants.js";
 
 const opened = new Map();
+
+/** `err`, or the offline sentence when the file is not stored and the network is gone. */
+async function explainOffline(err, manifestUrl) {
+  if (err?.kind !== "network" || !(await notSavedOffline(manifestUrl, err))) return err;
+  const offline = new Error(notSavedOfflineMessage("figure"));
+  offline.kind = "offline";
+  offline.retryable = true;
+  return offline;
+}
 
 /**
  * The packed variant `variantName` of the model whose manifest is at `manifestUrl` (memoised).
@@ -33,6 +44,7 @@ export function openPacked(manifestUrl, variantName) {
       if (!variant) throw new Error(`The model has no ${variantName} variant to read the weights from.`);
       const { index, packed } = variantFiles(variant);
       if (!index) throw new Error(`The ${variantName} variant has no weight index.`);
+      keepModelFiles(manifestUrl, [index, ...packed]); // the figures read these: keep them for offline reading
       const { files } = await fetchVerified([index], { baseUrl: manifestUrl });
       const parsed = JSON.parse(new TextDecoder().decode(files.get(index.path)));
       checkIndex(
@@ -44,7 +56,9 @@ export function openPacked(manifestUrl, variantName) {
       const paths = new Set(packed.map((f) => f.path));
       const sharedBy = (manifest.variants || []).filter((v) => v.files.filter((f) => paths.has(f.path)).length === paths.size).map((v) => v.name);
       return new PackedVariant(manifestUrl, parsed, packed, sharedBy);
-    })();
+    })().catch(async (err) => {
+      throw await explainOffline(err, manifestUrl);
+    });
     promise.catch(() => opened.delete(key));
     opened.set(key, promise);
   }
@@ -101,7 +115,13 @@ export class PackedVariant {
   async piece(p) {
     if (this.kept.has(p)) return this.kept.get(p);
     const entry = this.packed[p];
-    const { files, storage } = await fetchVerified([entry], { baseUrl: this.manifestUrl });
+    let fetched;
+    try {
+      fetched = await fetchVerified([entry], { baseUrl: this.manifestUrl });
+    } catch (err) {
+      throw await explainOffline(err, this.manifestUrl);
+    }
+    const { files, storage } = fetched;
     if (storage === "memory") this.kept.set(p, files.get(entry.path)); // else the next read downloads again
     return files.get(entry.path);
   }

@@ -41,12 +41,18 @@
  * @module python
  */
 
-import { pythonEndedMessage, pythonRestartNote, workerMessage } from "./errors.js";
+import { notSavedOfflineMessage, pythonEndedMessage, pythonRestartNote, workerMessage } from "./errors.js";
 import { limits } from "./limits.js";
+import { keepForOffline, notSavedOffline } from "./offline-use.js";
 import { trackStart } from "./quiet.js";
 import { createModuleWorker } from "./worker.js";
 
+const WORKER_URL = new URL("./python-worker.js", import.meta.url);
 let worker = null;
+/** Counts the workers started: a start failure that is explained late speaks only for its own. */
+let generation = 0;
+/** The error the current worker's failed start shows (a promise), or null while none failed. */
+let startError = null;
 let nextId = 1;
 const pending = new Map();
 const progressListeners = new Set();
@@ -115,15 +121,29 @@ function announce(event) {
   for (const fn of progressListeners) fn(event);
 }
 
-/** Python could not start in this worker: say so once, to the widgets following it. */
-function startFailure(err) {
-  if (startFailed) return;
+/**
+ * Python could not start in this worker: the next call replaces it. Resolves to the error its
+ * calls get, said once to the widgets following Python: `err`, or, when Python is not stored
+ * for offline reading and the network is gone, a sentence that says so.
+ * @param {PythonError} err
+ * @returns {Promise<PythonError>}
+ */
+function startFault(err) {
   startFailed = true;
-  announce({ stage: "failed", message: err.message, done: true, error: err });
+  const own = generation;
+  startError ??= notSavedOffline(WORKER_URL).then((offline) => {
+    const shown = offline ? new PythonError(err.pythonType, notSavedOfflineMessage("python"), { retryable: true }) : err;
+    if (own === generation) announce({ stage: "failed", message: shown.message, done: true, error: shown });
+    return shown;
+  });
+  return startError;
 }
 
 function startWorker() {
-  const current = (worker = createModuleWorker(new URL("./python-worker.js", import.meta.url)));
+  const current = (worker = createModuleWorker(WORKER_URL));
+  generation++;
+  startError = null;
+  keepForOffline(WORKER_URL);
   startFailed = false;
   pythonStarted = false;
   startSettled?.(); // a replaced worker's start is over
@@ -166,9 +186,7 @@ function startWorker() {
       renew("");
       return;
     } else if (data.error && data.error.type === "StartError") {
-      const err = new PythonError("StartError", data.error.message, { retryable: true });
-      call.reject(err);
-      startFailure(err);
+      startFault(new PythonError("StartError", data.error.message, { retryable: true })).then((err) => call.reject(err));
     } else if (data.error) {
       call.reject(new PythonError(data.error.type, data.error.message));
     } else {
@@ -181,16 +199,15 @@ function startWorker() {
   current.onerror = (event) => {
     event.preventDefault();
     if (current !== worker) return;
-    const err = new PythonError("WorkerError", workerMessage("python", event.message), { retryable: true });
+    const failed = startFault(new PythonError("WorkerError", workerMessage("python", event.message), { retryable: true }));
     current.terminate();
     worker = null;
     clearTimeout(pingTimer);
     for (const call of pending.values()) {
       finish(call);
-      call.reject(err);
+      failed.then((err) => call.reject(err));
     }
     pending.clear();
-    startFailure(err);
   };
 }
 

@@ -20,10 +20,17 @@
  *   `{type: "progress", loaded, total}`, then `{type: "done"}` or `{type: "error", message}`
  *   (the offline page's "Make everything available offline").
  * - message `{type: "remember", urls}`: store these same-origin files (what a page loaded
- *   before this worker controlled it) when a group lists them.
+ *   before this worker controlled it, and the runtimes any page of this browser started:
+ *   sw-register.js keeps that list) when a group lists them; then answer the page with
+ *   `{type: "kept", groups: [{name, label, have, want, bytes}], complete}` for the groups
+ *   stored so far, which the page turns into its "available offline" notice.
  * - a request for one of a group's `triggers` (the worker script of a runtime, the model
  *   index), fetched or remembered, stores the whole group in the background: the runtimes
  *   load inside Web Workers that may have started before this worker controlled the page.
+ * - message `{type: "gap", url}` with a port: `{type: "gap", stored, online}`: whether the
+ *   groups that `url` (a trigger) starts are stored in full, and whether the site's server
+ *   answers. A runtime that failed to start offline then says in one sentence that it is not
+ *   stored, instead of naming a download that failed.
  */
 const CONFIG = self.TX_OFFLINE;
 const SCOPE = self.registration.scope;
@@ -177,6 +184,47 @@ function keepGroups(names) {
   return fill(groupUrls(names)).catch(() => {});
 }
 
+/** For each group that holds at least one file in a cache: {name, label, have, want, bytes}. */
+async function storedGroups() {
+  const out = [];
+  for (const [name, group] of Object.entries(CONFIG.groups)) {
+    let have = 0;
+    let bytes = 0;
+    for (const [path, size] of group.files) {
+      if (await caches.match(absolute(path))) {
+        have++;
+        bytes += size;
+      }
+    }
+    if (have) out.push({ name, label: group.label, have, want: group.files.length, bytes });
+  }
+  return out;
+}
+
+const PROBE_MS = 3000; // a network that has not answered by then counts as gone
+
+/** Whether the site's server answers (this worker's own script, never from a cache). */
+async function online() {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), PROBE_MS);
+  try {
+    await fetch(self.location.href, { method: "HEAD", cache: "no-store", signal: stop.signal });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Whether every group that the trigger `url` starts is stored in full. */
+async function storedFor(url) {
+  for (const name of triggers.get(keyOf(url)) || []) {
+    for (const [path] of CONFIG.groups[name].files) if (!(await caches.match(absolute(path)))) return false;
+  }
+  return true;
+}
+
 const groupUrls = (names) => names.flatMap((name) => (CONFIG.groups[name]?.files || []).map(([path]) => absolute(path)));
 
 self.addEventListener("install", (event) => {
@@ -215,11 +263,20 @@ self.addEventListener("message", (event) => {
   } else if (data.type === "remember") {
     const urls = (data.urls || []).map(keyOf);
     const implied = [...new Set(urls.flatMap((url) => triggers.get(url) || []))];
+    const page = event.source;
     event.waitUntil(
       fill(urls.filter((url) => known.has(url)))
         .catch(() => {})
-        .then(() => keepGroups(implied)),
+        .then(() => keepGroups(implied))
+        .then(() => storedGroups())
+        .then((groups) => {
+          const complete = [CONFIG.precache, ...implied].every((name) => groups.some((g) => g.name === name && g.have === g.want));
+          page?.postMessage({ type: "kept", groups, complete, version: CONFIG.version });
+        }),
     );
+  } else if (data.type === "gap") {
+    const url = String(data.url || "");
+    event.waitUntil(Promise.all([storedFor(url), online()]).then(([stored, up]) => reply({ type: "gap", stored, online: up })));
   } else if (data.type === "version") {
     reply({ type: "version", version: CONFIG.version, cache: CONFIG.cache });
   }

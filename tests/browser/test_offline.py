@@ -1,12 +1,16 @@
 """The book offline after one visit: the service worker, its versioned cache, the offline page.
 
-One browser context visits a page with a Python widget and a page with the model, as a
-reader would, until the service worker controls the page and has stored the runtimes. Then
-the network goes away, in the most realistic way: the test server is shut down (its port
-refuses connections). Playwright's ``context.set_offline`` is not used: it does not reach
-requests that a service worker makes in every Playwright/Chromium version. The visited
-pages, and pages never opened before, must load and every widget on them reach
-``data-state="ready"``.
+A fresh browser context visits pages as a reader does, in several orders: each page left as
+soon as its widgets are ready, or after one second while its runtime is still starting, and
+never a wait for the service worker to control a page. The reader stays on the last page
+until it says what is available offline (the notice of ``runtime/sw-register.js``). Then the
+network goes away, in the most realistic way: the test server is shut down (its port refuses
+connections). Playwright's ``context.set_offline`` is not used: it does not reach requests
+that a service worker makes in every Playwright/Chromium version. Every visited page, and
+never-visited pages with each kind of widget (Python, the model, the pipeline's figures),
+must load and every widget on them reach ``data-state="ready"``: the first by loading it,
+the others by a reader's click (Material's instant navigation). A runtime the visit never
+used says so in one sentence offline instead of a download error.
 
 A second server on the same port (the same origin, so the same registration and caches)
 then serves the site with another build version: the browser installs the new service
@@ -24,14 +28,13 @@ import time
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
+from reader import PHONE_WIDTH, SHOTS, bad_values, overflow
 from served import SITE
 from sitebuild.serve import serve_in_thread
+from tabs import SharedTab
 
 pytestmark = pytest.mark.browser
 
-PYTHON_PAGE = "labs/model-size/"  # <tx-size-calc>
-MODEL_PAGE = "generate/"  # <tx-generate>
-UNVISITED = ("labs/bpe/", "offline/", "attention/one-head/")
 TIMEOUT_MS = 180_000
 OFFLINE_FACTS = (
     json.loads(re.search(r"export const OFFLINE = (\{.*\});", (SITE / "assets/tx/runtime/offline-build.js").read_text()).group(1))
@@ -39,12 +42,36 @@ OFFLINE_FACTS = (
     else {}
 )
 
+READY = "ready"  # the reader moves on as soon as the page's widgets are ready
+# The orders a reader visits in: (page, how long they stay: READY or seconds); they stay on the
+# last page until it says what is available offline.
+ORDERS = {
+    "figure, lab, inside, generate": ["pipeline/05c-attention/", "labs/attention/", "inside/induction-heads/", "generate/"],
+    "model first, Python page left after 1 s": ["generate/", ("labs/model-size/", 1), "reference/references/"],
+    "Python first, model page left after 1 s": ["labs/model-size/", ("generate/", 1), "offline/"],
+}
+# Never visited, then read offline: a Python widget, a pipeline figure (model weights and the
+# figures' tables, beside a Python question), a "Looking inside" widget (the inspect graph).
+FIGURE, INSIDE = "pipeline/05e-mlp/", "inside/logit-lens/"
+UNVISITED = ("attention/one-head/", FIGURE, INSIDE)
+# What they say offline when no page of their kind was opened during the visit: the files they
+# read (the figures' compact q4x weights, the inspect graph) were never used, so not stored.
+NOT_SAVED = {
+    FIGURE: ("tx-stage-mlp", "pipeline/", "The weights this figure reads are not saved for offline use yet: open this page once online."),
+    INSIDE: ("tx-logit-lens", "inside/", "The model's “Looking inside” graph is not saved for offline use yet: open this page once online."),
+}
+# What the visits above use, by the service worker's group names (offline_hook.GROUPS), and
+# the model's weights (runtime/download.js's cache), as the notice names them.
+USED_GROUPS = ("pages", "python", "model-runtime", "model-data")
+WEIGHTS = "Model weights"
+
 ALL_READY = """() => {
   const els = [...document.querySelectorAll("*")].filter((e) => e.localName.startsWith("tx-") && e.localName !== "tx-embed-builder");
   return els.length > 0 && els.every((e) => e.dataset.state === "ready" || e.dataset.state === "error");
 }"""
 STATES = """() => [...document.querySelectorAll("*")].filter((e) => e.localName.startsWith("tx-") && e.localName !== "tx-embed-builder")
-  .map((e) => ({ tag: e.localName, state: e.dataset.state, text: e.shadowRoot ? e.shadowRoot.textContent.slice(0, 300) : "" }))"""
+  .map((e) => ({ tag: e.localName, state: e.dataset.state,
+                 text: e.shadowRoot ? (e.shadowRoot.querySelector(".status-text") || e.shadowRoot).textContent.trim().slice(0, 300) : "" }))"""
 GROUPS_STORED = """async (groups) => {
   const { OFFLINE } = await import(location.origin + "/assets/tx/runtime/offline-build.js");
   const out = {};
@@ -55,42 +82,42 @@ GROUPS_STORED = """async (groups) => {
   }
   return out;
 }"""
+MODEL_CACHE_BYTES = """async () => { let n = 0; const c = await caches.open("tx-models-v1");
+  for (const r of await c.keys()) n += (await (await c.match(r)).blob()).size; return n; }"""
+NOTICE = ".tx-offline-notice"
+# The notice names every part stored (their labels, from the build) once they all are.
+NOTICE_NAMES = """labels => { const n = document.querySelector(".tx-offline-notice");
+  return !!n && labels.every((l) => n.textContent.includes(l)); }"""
 
 
-def open_ready(p, url: str) -> list[dict]:
-    """Load a page and wait until every widget on it is ready; returns their states."""
-    p.goto(url)
+def wait_ready(p) -> list[dict]:
+    """Until every widget on the page is ready or shows an error; returns their states."""
     p.wait_for_function(ALL_READY, timeout=TIMEOUT_MS)
-    states = p.evaluate(STATES)
-    assert all(s["state"] == "ready" for s in states), states
-    return states
+    return p.evaluate(STATES)
 
 
-def wait_stored(p, groups, timeout_s: float = 120) -> dict:
-    """Until the service worker's cache holds every file of these groups."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        stored = p.evaluate(GROUPS_STORED, list(groups))
-        if all(have == want for have, want in stored.values()) or time.monotonic() > deadline:
-            return stored
-        time.sleep(0.5)
+def all_ready(p, path: str) -> None:
+    states = wait_ready(p)
+    assert all(s["state"] == "ready" for s in states), (path, states)
+
+
+PHONE = {"viewport": {"width": PHONE_WIDTH, "height": 740}, "is_mobile": True, "has_touch": True, "device_scale_factor": 1}
 
 
 @pytest.fixture
-def offline_context(browser):
-    """A fresh context (its own Cache Storage and service workers) and its server, stoppable."""
+def offline_tab(browser, request):
+    """A fresh tab (its own context, Cache Storage and service workers) and its server, stoppable;
+    `request.param` (indirect parametrization) adds context options, such as a phone's."""
     if not OFFLINE_FACTS:
         pytest.fail(f"{SITE} has no offline build facts: rebuild the site")
     server, url = serve_in_thread(SITE)
-    context = browser.new_context()
-    external = []
-    context.on("request", lambda r: None if r.url.startswith((url.rstrip("/"), "data:", "blob:")) else external.append(r.url))
-    state = {"server": server, "url": url, "context": context}
+    tab = SharedTab(browser, url, service_workers="allow", **getattr(request, "param", {}))
+    state = {"server": server, "url": url, "tab": tab, "context": tab.context}
     yield state
-    context.close()
+    tab.context.close()
     state["server"].shutdown()
     state["server"].server_close()
-    assert not external, external
+    assert not tab.watched.external, tab.watched.external
 
 
 def stop(server) -> None:
@@ -99,69 +126,112 @@ def stop(server) -> None:
     server.server_close()
 
 
-def test_widgets_reach_ready_offline_after_one_visit(offline_context):
-    url, context = offline_context["url"], offline_context["context"]
-    p = context.new_page()
-    errors = []
-    p.on("pageerror", lambda e: errors.append(str(e)))
-
-    # The first visit: a Python page, then a model page (taken over by the service worker).
-    open_ready(p, url + PYTHON_PAGE)
-    p.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)
-    open_ready(p, url + MODEL_PAGE)
-    stored = wait_stored(p, ["pages", "python", "model-runtime"])
-    assert all(have == want for have, want in stored.values()), stored
-    cache = OFFLINE_FACTS["cache"]
-    assert cache in p.evaluate("caches.keys()")
-    assert p.evaluate("crossOriginIsolated") is True
-    sizes = p.evaluate("""async () => {
-      const out = {};
-      for (const name of await caches.keys()) {
-        let bytes = 0;
-        const c = await caches.open(name);
-        for (const r of await c.keys()) bytes += (await (await c.match(r)).blob()).size;
-        out[name] = bytes;
-      }
-      return out; }""")
-    print("Cache Storage after one visit (MB):", {k: round(v / 1e6, 2) for k, v in sizes.items()})
-
-    stop(offline_context["server"])
+def go_offline(state) -> None:
+    stop(state["server"])
     with pytest.raises(PlaywrightError):  # really offline: nothing answers on the port
-        context.request.get(url + "index.html", timeout=5_000)
+        state["context"].request.get(state["url"] + "index.html", timeout=5_000)
 
-    # Offline: the visited pages, then pages never opened, with their widgets.
-    for path in (PYTHON_PAGE, MODEL_PAGE, *UNVISITED):
-        states = open_ready(p, url + path)
-        assert p.evaluate("crossOriginIsolated") is True, path  # the worker's headers
+
+def visit(state, order: list) -> dict:
+    """The reader's visit in `order`, without waiting for the service worker; returns the
+    notice's text on the last page and how long the visit took until it (seconds)."""
+    p = state["tab"].page
+    labels = [OFFLINE_FACTS["groups"][g]["label"] for g in USED_GROUPS] + [WEIGHTS]
+    t0 = time.monotonic()
+    for i, step in enumerate(order):
+        path, stay = step if isinstance(step, tuple) else (step, READY)
+        p.goto(state["url"] + path)
+        if i == len(order) - 1:
+            p.wait_for_function(NOTICE_NAMES, arg=labels, timeout=TIMEOUT_MS)
+        elif stay == READY:
+            all_ready(p, path)
+        else:
+            p.wait_for_timeout(stay * 1000)  # the reader's pace, not a wait for the page
+    return {"notice": p.locator(NOTICE).inner_text(), "seconds": round(time.monotonic() - t0, 1)}
+
+
+@pytest.mark.parametrize("order", list(ORDERS))
+def test_what_a_visit_used_works_offline_whatever_the_order(offline_tab, order):
+    tab = offline_tab["tab"]
+    seen = visit(offline_tab, ORDERS[order])
+    p = tab.page
+    stored = p.evaluate(GROUPS_STORED, list(USED_GROUPS))
+    assert all(have == want for have, want in stored.values()), stored
+    weights = p.evaluate(MODEL_CACHE_BYTES)
+    size = re.search(r"\(([\d.]+) MB in this browser\)", seen["notice"])
+    assert size and float(size.group(1)) == pytest.approx((sum(OFFLINE_FACTS["groups"][g]["bytes"] for g in USED_GROUPS) + weights) / 1e6, abs=0.05), seen[
+        "notice"
+    ]
+    print(f"\n{order}: notice after {seen['seconds']} s: {seen['notice']!r}")
+
+    go_offline(offline_tab)
+    visited = [step[0] if isinstance(step, tuple) else step for step in ORDERS[order]]
+    for i, path in enumerate(dict.fromkeys([*visited, *UNVISITED])):
+        if i == 0:
+            p.goto(offline_tab["url"] + path)  # a page opened afresh, from the offline copy
+            assert p.evaluate("crossOriginIsolated") is True, path  # the worker's headers
+        else:
+            tab.visit(path)
         assert len(p.locator("article h1").inner_text()) > 3, path
-        if path == MODEL_PAGE:
-            out = p.locator("tx-generate")
-            assert out.get_attribute("data-state") == "ready"
+        tag, section, sentence = NOT_SAVED.get(path, (None, None, None))
+        if tag and not any(v.startswith(section) for v in visited):
+            tab.expect_errors("net::ERR_CONNECTION_REFUSED")  # its files, asked of the server that is gone
+            states = wait_ready(p)
+            said = [s for s in states if s["tag"] == tag]
+            assert said and all(s["state"] == "error" and sentence in s["text"] for s in said), states
+            assert all(s["state"] == "ready" for s in states if s["tag"] != tag), states
+        elif path != "reference/references/":
+            all_ready(p, path)
         if path == "offline/":
-            rows = {
-                r["group"]: r
-                for r in p.evaluate("""() => [...document.querySelector("tx-offline").shadowRoot
-                .querySelectorAll("tr[data-group]")].map((r) => ({ group: r.dataset.group, offline: r.dataset.offline, bytes: +r.dataset.bytes }))""")
-            }
-            assert {g: rows[g]["offline"] for g in ("pages", "python", "model-runtime", "model-weights")} == {
-                "pages": "yes",
-                "python": "yes",
-                "model-runtime": "yes",
-                "model-weights": "yes",
-            }, rows
+            rows = p.evaluate("""() => Object.fromEntries([...document.querySelector("tx-offline").shadowRoot
+                .querySelectorAll("tr[data-group]")].map((r) => [r.dataset.group, r.dataset.offline]))""")
+            assert rows == {**{g: "yes" for g in USED_GROUPS}, "model-weights": "yes"}, rows
             assert p.locator("tx-offline").get_attribute("data-worker") == "active"
-            print("Offline page, bytes per part (MB):", {g: round(r["bytes"] / 1e6, 2) for g, r in rows.items()})
-        print(path, [s["tag"] for s in states])
-    # A page the build does not have: the worker's own offline notice, not the browser's error page.
-    p.goto(url + "no-such-page/")
+    problems = tab.watched.take_since((0, 0))
+    assert not problems, problems
+    # A page the build does not have: the worker's own offline notice (HTTP 503), not the browser's error page.
+    tab.expect_errors("503")
+    p.goto(offline_tab["url"] + "no-such-page/")
     assert "You are offline" in p.locator("h1").inner_text()
-    assert not errors, errors
 
 
-def test_a_new_build_replaces_the_old_cache(offline_context, tmp_path):
+@pytest.mark.parametrize("offline_tab", [PHONE], ids=["phone"], indirect=True)
+def test_a_runtime_never_used_says_so_offline(offline_tab):
+    """On a phone, only the model used: the notice fits the screen and closes; offline, a Python
+    widget says in one sentence that Python is not stored, instead of naming a download that
+    failed; the model's page still works."""
+    tab = offline_tab["tab"]
+    p = tab.page
+    p.goto(offline_tab["url"] + "generate/")
+    labels = [OFFLINE_FACTS["groups"][g]["label"] for g in ("pages", "model-runtime", "model-data")] + [WEIGHTS]
+    p.wait_for_function(NOTICE_NAMES, arg=labels, timeout=TIMEOUT_MS)
+    notice = p.locator(NOTICE)
+    assert OFFLINE_FACTS["groups"]["python"]["label"] not in notice.inner_text()
+    assert not overflow(p) and not bad_values(p), (overflow(p), bad_values(p))
+    box = notice.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE_WIDTH, box
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    p.screenshot(path=str(SHOTS / "offline-notice-phone.png"))
+    notice.get_by_role("button", name="Close this notice").click()
+    notice.wait_for(state="detached")
+
+    go_offline(offline_tab)
+    tab.expect_errors("Failed to load resource")  # the Python files the worker does not hold
+    tab.expect_errors("python-worker.js")
+    tab.visit("attention/one-head/")
+    states = wait_ready(p)
+    assert [s["state"] for s in states] == ["error"], states
+    assert states[0]["text"].startswith("⚠ Python is not saved for offline use yet: open this page once online.") or (
+        "Python is not saved for offline use yet: open this page once online." in states[0]["text"]
+    ), states
+    tab.visit("generate/")
+    all_ready(p, "generate/")
+
+
+def test_a_new_build_replaces_the_old_cache(offline_tab, tmp_path):
     """Same origin, another build version: the new worker deletes the old build's cache."""
-    url, context = offline_context["url"], offline_context["context"]
-    p = context.new_page()
+    url = offline_tab["url"]
+    p = offline_tab["tab"].page
     p.goto(url + "offline/")
     p.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)
     old = OFFLINE_FACTS["cache"]
@@ -175,9 +245,9 @@ def test_a_new_build_replaces_the_old_cache(offline_context, tmp_path):
             (tmp_path / entry.name).symlink_to(entry)
     source = (SITE / "sw.js").read_text()
     (tmp_path / "sw.js").write_text(source.replace(OFFLINE_FACTS["version"], new_version))
-    port = offline_context["server"].server_address[1]
-    stop(offline_context["server"])
-    offline_context["server"], url2 = serve_in_thread(tmp_path, port=port)
+    port = offline_tab["server"].server_address[1]
+    stop(offline_tab["server"])
+    offline_tab["server"], url2 = serve_in_thread(tmp_path, port=port)
     assert url2 == url
 
     p.reload()  # the browser checks sw.js on navigation, finds new bytes and installs them
@@ -191,10 +261,10 @@ def test_a_new_build_replaces_the_old_cache(offline_context, tmp_path):
     assert [n for n in names if n.startswith(OFFLINE_FACTS["cachePrefix"])] == ["tx-site-" + new_version], names
 
 
-def test_the_button_makes_everything_available_offline(offline_context):
+def test_the_button_makes_everything_available_offline(offline_tab):
     """On the offline page of a fresh browser: every part "no" or "partly", then the button."""
-    url, context = offline_context["url"], offline_context["context"]
-    p = context.new_page()
+    url = offline_tab["url"]
+    p = offline_tab["tab"].page
     p.goto(url + "offline/")
     widget = p.locator("tx-offline")
     p.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)

@@ -96,6 +96,7 @@ def test_groups_precache_list_and_model_folders(tmp_path):
             "models/index.json",
             "models/tiny/manifest.json",
             REGISTER_SCRIPT,
+            BUILD_MODULE,
         ]
     )
     assert paths["python"] == ["assets/vendor/pyodide/pyodide.asm.wasm"]
@@ -107,6 +108,8 @@ def test_groups_precache_list_and_model_folders(tmp_path):
     assert not any(p.startswith(("models/tiny/q4/", "models/tiny/q8/")) or p.endswith((".map", ".ttf")) for p in listed)
     assert plan["groups"]["python"]["bytes"] == 100 and plan["groups"]["model-runtime"]["bytes"] == 120
     assert "assets/tx/runtime/python-worker.js" in plan["groups"]["python"]["triggers"]
+    # The model's data goes with the model: the same triggers.
+    assert plan["groups"]["model-data"]["triggers"] == plan["groups"]["model-runtime"]["triggers"]
 
 
 def test_written_files_share_one_set_of_facts(tmp_path):
@@ -119,6 +122,10 @@ def test_written_files_share_one_set_of_facts(tmp_path):
     assert sw.endswith(offline_hook.SW_SOURCE.read_text())
     module = (site / BUILD_MODULE).read_text()
     assert json.loads(re.search(r"^export const OFFLINE = (\{.*\});$", module, re.M).group(1)) == plan
+    # The module lists itself with the pages, at its own size (the offline page imports it).
+    pages = plan["groups"]["pages"]
+    assert [BUILD_MODULE, (site / BUILD_MODULE).stat().st_size] in pages["files"]
+    assert pages["bytes"] == sum(size for _, size in pages["files"])
     register = (site / REGISTER_SCRIPT).read_text()
     assert f'window.TX_OFFLINE = {{swFile: "{SW_FILE}", version: "{plan["version"]}"}};' in register
     assert register.endswith("// register\n")
