@@ -168,14 +168,15 @@ INSTRUMENT = r"""(() => {
     return `${text.length}:${h >>> 0}`;
   };
 
-  /** The widget's state, its status line, a hash of the rest and anything injected. */
-  bx.inspect = (sel) => {
-    const el = document.querySelector(sel);
+  /** The widget's state, its status line and a hash of the rest. */
+  bx.look = (el) => {
     const root = el && (el.shadowRoot || el);
     const status = root ? root.querySelector(".status-text") : null;
     return { state: el ? el.dataset.state ?? null : "(gone)", status: status ? status.textContent.trim() : "",
-             markup: root ? bx.markup(root) : null, injected: bx.injected() };
+             markup: root ? bx.markup(root) : null };
   };
+  /** bx.look of the widget `sel` selects, and anything injected. */
+  bx.inspect = (sel) => ({ ...bx.look(document.querySelector(sel)), injected: bx.injected() });
 
   const describe = (c) => {
     const own = (el) => [...el.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.data).join(" ");
@@ -330,6 +331,40 @@ INSTRUMENT = r"""(() => {
     el.dispatchEvent(new Event("change", { bubbles: true, composed: true }));
   };
   bx.focusKb = (sel, i) => { bx.root(sel).querySelector(`[data-kb="${i}"]`)?.focus(); };
+
+  /**
+   * Every value of one attribute at once: a fresh `tag` per value, with `name` set to it
+   * (setAttribute), side by side in the parent of `sel`'s widget; waits until nothing is on its
+   * way and none is loading, and says how each looks. The widgets then make way for one fresh
+   * `tag` without attributes.
+   */
+  bx.stepAttribute = async (sel, tag, name, values, timeout) => {
+    const frame = document.querySelector(sel).parentElement;
+    const els = values.map((value) => {
+      const el = document.createElement(tag);
+      el.setAttribute(name, bx.decode(value));
+      return el;
+    });
+    frame.replaceChildren(...els);
+    const t0 = performance.now();
+    let quiet = null;
+    for (;;) {
+      const now = performance.now();
+      if (!bx.busy() && els.every((el) => el.dataset.state && el.dataset.state !== "loading")) {
+        quiet ??= now;
+        if (now - quiet >= 12) break;
+      } else {
+        quiet = null;
+      }
+      if (now - t0 > timeout) break;
+      await new Promise((r) => raw.setTimeout(r, 10));
+    }
+    return { ok: quiet !== null, ms: Math.round(performance.now() - t0), busy: bx.busy(),
+             looks: els.map(bx.look), injected: bx.injected() };
+  };
+  bx.restore = (sel, tag) => {
+    document.querySelector(sel).parentElement.replaceChildren(document.createElement(tag));
+  };
 
   /** Put a fresh widget with these attributes (set with setAttribute) in place of the old one. */
   bx.replace = (sel, tag, attrs) => {

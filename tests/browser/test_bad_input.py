@@ -117,13 +117,7 @@ class Sweep:
         problems = []
         if not result["ok"]:
             problems.append(f"did not settle in {timeout / 1000:.0f} s (data-state {result['state']}, busy {result['busy']})")
-        if info["state"] == "error":
-            if not info["status"].strip(" ⚠"):
-                problems.append("data-state is error but the widget shows no message")
-            elif RAW_ERROR.search(info["status"]):
-                problems.append(f"error message is not readable: {info['status'][:160]!r}")
-        elif info["state"] not in ("ready", "loading"):
-            problems.append(f"data-state is {info['state']!r}")
+        problems += look_problems(info)
         problems += info["injected"]
         if info["markup"] != self.checked_markup:  # the rest is what was read last time: only the status is new
             problems += bad_values(self.page)
@@ -157,11 +151,60 @@ class Sweep:
             self.page.evaluate("() => { window.__pwned = undefined; __bx.alerts = 0; }")
         return info
 
+    def attribute_side_by_side(self, tag: str, name: str, values: dict) -> list[str]:
+        """Every value of attribute `name` at once, a fresh widget each (``__bx.stepAttribute``):
+        the problems seen, each with its value where it is one widget's; then one fresh widget
+        without attributes takes their place."""
+        t0 = time.perf_counter()
+        result = self.page.evaluate(
+            "([s, t, n, v, ms]) => __bx.stepAttribute(s, t, n, v, ms)", [self.sel, tag, name, list(values.values()), 2 * SETTLE_TIMEOUT]
+        )
+        self.tried += len(values)
+        problems = [] if result["ok"] else [f"did not settle in {2 * SETTLE_TIMEOUT / 1000:.0f} s (busy {result['busy']})"]
+        for label, look in zip(values, result["looks"], strict=True):
+            problems += [f"={label}: {p}" for p in look_problems(look)]
+        problems += result["injected"] + bad_values(self.page)
+        new = self.watched.errors[self.seen_errors :]
+        self.seen_errors = len(self.watched.errors)
+        problems += [f"console/uncaught: {e[:200]}" for e in new if not any(m in e for m in self.watched.expected)]
+        if result["injected"]:
+            self.page.evaluate("() => { window.__pwned = undefined; __bx.alerts = 0; }")
+        self.page.evaluate("([s, t]) => __bx.restore(s, t)", [self.sel, tag])
+        self.checked_markup = None
+        if LOG:
+            with open(LOG, "a", encoding="utf-8") as f:
+                f.write(
+                    json.dumps(
+                        {
+                            "widget": self.sel,
+                            "what": f"attribute {name} ({len(values)} side by side)",
+                            "ms": result["ms"],
+                            "step_s": round(time.perf_counter() - t0, 3),
+                            "text_s": 0,
+                            "problems": problems,
+                        }
+                    )
+                    + "\n"
+                )
+        return problems
+
     def usable(self, index: int) -> bool:
         return self.page.evaluate("([s, i]) => __bx.usable(s, i)", [self.sel, index])
 
     def locator(self, index: int):
         return self.page.locator(f'{self.sel} [data-bx="{index}"]')
+
+
+def look_problems(info: dict) -> list[str]:
+    """What is wrong with how one widget looks (``__bx.look``): an error without a readable
+    message, or a state that is neither ready nor loading."""
+    if info["state"] == "error":
+        if not info["status"].strip(" ⚠"):
+            return ["data-state is error but the widget shows no message"]
+        if RAW_ERROR.search(info["status"]):
+            return [f"error message is not readable: {info['status'][:160]!r}"]
+        return []
+    return [] if info["state"] in ("ready", "loading") else [f"data-state is {info['state']!r}"]
 
 
 def sweep_control(sweep: Sweep, c: dict) -> None:
@@ -207,11 +250,17 @@ def sweep_control(sweep: Sweep, c: dict) -> None:
         sweep.problems.append(f"{what}: still {info['state']} after putting back its first value ({info['status'][:120]!r})")
 
 
-def sweep_attribute(sweep: Sweep, tag: str, attr: dict) -> int:
+def sweep_attribute(sweep: Sweep, tag: str, attr: dict) -> None:
+    """Every value of one attribute, as fresh widgets side by side on the page (as several
+    widgets of one page are), checked in one round trip. When that shows a problem, the values
+    are tried again one by one, so that each problem is named with its value."""
     values = {"present": "", "img payload": IMG} if attr["boolean"] else TEXT_VALUES
+    together = sweep.attribute_side_by_side(tag, attr["name"], values)
+    if not together:
+        return
+    sweep.problems += [f"attribute {attr['name']} (side by side){p if p.startswith('=') else ': ' + p}" for p in together]
     for name, value in values.items():
         sweep.settle(f"attribute {attr['name']}={name}", action={"replace": [tag, [[attr["name"], value]]]})
-    return len(values)
 
 
 @pytest.mark.parametrize("tag", TAGS)

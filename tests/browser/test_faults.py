@@ -41,8 +41,12 @@ RAW = re.compile(
 
 
 def _lock_file(name: str) -> str:
-    lock = json.loads((SITE / "assets" / "vendor" / "pyodide" / "pyodide-lock.json").read_text())
-    return lock["packages"][name]["file_name"]
+    """The wheel the built site serves for package `name` (a placeholder while it is not built:
+    the tests then fail in `site_url`, saying so; collecting them must not)."""
+    lock_path = SITE / "assets" / "vendor" / "pyodide" / "pyodide-lock.json"
+    if not lock_path.is_file():
+        return f"({name}: site not built)"
+    return json.loads(lock_path.read_text())["packages"][name]["file_name"]
 
 
 NUMPY_WHEEL = _lock_file("numpy")
