@@ -53,43 +53,29 @@ serve: export SITE_URL ?= http://127.0.0.1:$(PORT)/
 serve: site
 	$(PY) -m sitebuild.serve $(SITE_DIR) --port $(PORT)
 
-# The whole suite, in two pytest sessions: the tests that need nothing built (marker
-# "standalone", tests/conftest.py) run on one core while the site, the model and the rest are
-# built beside them; then every other test, with the node tests beside it, shared out over two
-# workers (tests/conftest.py says how); durations of the slowest 25 at the end of each.
+# The whole suite: the node tests run beside pytest, which shares the tests out over two
+# workers (tests/conftest.py says how); durations of the slowest 25 at the end.
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
-test: setup
-	$(call while_building,$(PY) -m pytest -m standalone)
-	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL) -m "not standalone")
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
+	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL))
 
 # What the tests need, two steps at a time (the model's export beside the other set-up steps).
 test-ready: lint site browser pyodide-wheels
 
 # The inner loop (under 3 minutes): every CPython test but the ONNX exports, the node tests and
 # one browser smoke test (a page with a Python widget and a model widget, as a reader loads it).
-FAST := smoke or not (browser or slow)
-test-fast: setup
-	$(call while_building,$(PY) -m pytest -m "standalone and ($(FAST))")
-	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL) -m "not standalone and ($(FAST))")
+test-fast:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
+	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL) -m "smoke or not (browser or slow)")
 
 # Runs the whole suite with every test's duration and rewrites tests/durations.json (the
 # order in which pytest -n shares the groups out) and the table in tests/README.md.
-test-durations: setup
-	rm -f build/test-durations.json
-	$(call while_building,TX_TEST_DURATIONS=build/test-durations.json $(PY) -m pytest -m standalone)
-	TX_TEST_DURATIONS=build/test-durations.json $(PY) -m pytest $(PYTEST_PARALLEL) -m "not standalone"
+test-durations:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-ready
+	TX_TEST_DURATIONS=build/test-durations.json $(PY) -m pytest $(PYTEST_PARALLEL)
 	$(PY) tests/durations.py build/test-durations.json
-
-# $(call while_building,COMMAND): COMMAND while `make test-ready` builds beside it (two steps at
-# a time); the build's output, kept in build/test-ready.log, follows COMMAND's, and the recipe
-# fails when either failed.
-define while_building
-@mkdir -p build; $(MAKE) --no-print-directory -j2 --output-sync=target test-ready > build/test-ready.log 2>&1 & ready=$$!; \
-	echo '$(1)'; $(1); status=$$?; \
-	wait $$ready; ready_status=$$?; echo "--- make test-ready (beside it):"; grep -v "^WARNING: Location" build/test-ready.log; \
-	[ $$status -eq 0 ] && [ $$ready_status -eq 0 ]
-endef
 
 # $(call beside_node,COMMAND): COMMAND with `node --test tests/js/` running beside it; its
 # output follows COMMAND's, and the recipe fails when either failed.

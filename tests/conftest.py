@@ -22,29 +22,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DURATIONS = Path(__file__).with_name("durations.json")  # group -> seconds, from `make test-durations`
 
-# Test files that need only the Python environment and node_modules (no built site, model,
-# vendored runtime or browser): marked "standalone", they run while `make test` builds the
-# rest, on the core the build leaves idle (the Makefile says how).
-STANDALONE = ("tests/demos/", "tests/model_export/", "tests/docs/")
-# A file that reads what the build writes must wait for it: read while being written, a file
-# would be half there.
-NEEDS_BUILD = (
-    "tests/demos/test_demos_in_pyodide.py",  # the vendored Pyodide
-    "tests/model_export/test_probes.py",  # build/models/tiny's inspect graphs
-    "tests/model_export/test_tables.py",  # build/models/tiny
-    "tests/model_export/test_tiny_model.py",  # a copy of build/models/tiny, when it is current
-    "tests/model_export/test_small_model.py",
-    "tests/docs/test_facts.py",  # build/models/tiny's vocabulary
-    "tests/docs/test_source_tables_innovations.py",  # build/models/*/merges.txt
-    "tests/docs/test_links.py",  # the built site
-)
-
-
-def standalone(nodeid: str) -> bool:
-    """Whether the test's file needs nothing built (``STANDALONE`` but not ``NEEDS_BUILD``)."""
-    path = nodeid.split("::")[0]
-    return path.startswith(STANDALONE) and path not in NEEDS_BUILD
-
 
 @pytest.fixture(scope="session")
 def root() -> Path:
@@ -74,8 +51,6 @@ def pytest_collection_modifyitems(config, items):
     group = {item: group_of(item) for item in items}
     for item, name in group.items():
         item.add_marker(pytest.mark.xdist_group(name))
-        if standalone(item.nodeid):
-            item.add_marker(pytest.mark.standalone)
         item.user_properties.append(("group", name))  # reaches the xdist controller with each report
     yield
     seconds = expected_seconds()
@@ -94,10 +69,7 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session):
-    """Add this session's times to TX_TEST_DURATIONS (`make test-durations` runs two sessions)."""
     out = os.environ.get("TX_TEST_DURATIONS")
     if out and not hasattr(session.config, "workerinput"):
-        path = Path(out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        earlier = json.loads(path.read_text()) if path.is_file() else {}
-        path.write_text(json.dumps({**earlier, **_times}, indent=0, sort_keys=True) + "\n")
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(_times, indent=0, sort_keys=True) + "\n")

@@ -50,10 +50,11 @@ ORDERS = {
     "model first, Python page left after 1 s": ["generate/", ("labs/model-size/", 1), "reference/references/"],
     "Python first, model page left after 1 s": ["labs/model-size/", ("generate/", 1), "offline/"],
 }
-# Never visited, then read offline: a Python widget, a pipeline figure (model weights and the
-# figures' tables, beside a Python question), a "Looking inside" widget (the inspect graph).
+# Never visited, then read offline: a Python widget, a model widget beside a Python one, a
+# pipeline figure (the figures' weights and tables, beside a Python question) and a "Looking
+# inside" widget (the inspect graph).
 FIGURE, INSIDE = "pipeline/05e-mlp/", "inside/logit-lens/"
-UNVISITED = ("attention/one-head/", FIGURE, INSIDE)
+UNVISITED = ("attention/one-head/", "attention/parallelism/", FIGURE, INSIDE)
 # What they say offline when no page of their kind was opened during the visit: the files they
 # read (the figures' compact q4x weights, the inspect graph) were never used, so not stored.
 NOT_SAVED = {
