@@ -190,15 +190,35 @@ def test_bad_input_gets_a_clear_message(tab, name, query, message):
     assert p.locator(f"tx-{name}").locator(".status .retry").is_hidden()  # the reader fixes the input instead
 
 
+# Press Cancel the moment the widget shows `runs` runs done, as a reader's click then would: in
+# the page, when data-progress changes, so that the run cannot end between seeing the button and
+# pressing it (40 runs of the tiny model take under a second; a Playwright click came too late
+# once in a fresh-clone run: the button had gone with the finished run). `window.__txCancelled`
+# resolves to what the reader saw then.
+CANCEL_AT = """runs => { window.__txCancelled = new Promise((resolve) => {
+  const el = document.querySelector('tx-patching');
+  const press = () => {
+    const [done, total] = (el.dataset.progress || '0/0').split('/').map(Number);
+    if (!(done >= runs && done < total)) return false;  // a run in flight, with `runs` done
+    const cancel = el.shadowRoot.querySelector('.cancel');
+    resolve({ visible: cancel.checkVisibility(), status: el.shadowRoot.querySelector('.status-text').textContent });
+    cancel.click();
+    return true;
+  };
+  if (press()) return;
+  const watch = new MutationObserver(() => press() && watch.disconnect());
+  watch.observe(el, { attributes: true, attributeFilter: ['data-progress'] });
+}); }"""
+
+
 def test_a_long_run_can_be_cancelled_and_run_again(tab):
     long = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty"
     query = f"clean={quote(long)}&corrupted={quote(long.replace('one', 'two', 1))}&good=%20twenty&bad=%20one"
     p, widget = embed(tab, "patching", query)
+    p.evaluate(CANCEL_AT, 2)  # watching before the run starts
     widget.locator(".resid-button").click()
-    p.wait_for_function("() => (document.querySelector('tx-patching').dataset.progress || '0/').split('/')[0] >= 2", timeout=60_000)
-    assert widget.locator(".cancel").is_visible()
-    assert "runs" in widget.locator(".status-text").inner_text()
-    widget.locator(".cancel").click()
+    seen = p.evaluate("() => window.__txCancelled")
+    assert seen["visible"] and "runs" in seen["status"], seen
     state, status = settle(p, "tx-patching")
     assert state == "ready" and status.startswith("Cancelled after "), status
     done, total = (int(n) for n in status.removeprefix("Cancelled after ").split(" runs")[0].split(" of "))
