@@ -10,6 +10,7 @@ borrows from compact.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import onnx
@@ -76,7 +77,10 @@ def expand_to_file(directory: str | Path, out: str | Path, graph: str = GRAPH_FI
         tensor.data_location = onnx.TensorProto.DEFAULT
         del tensor.external_data[:]
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
+    # A name of this process's own: two processes may expand the same graph at once (the browser
+    # tests' PyTorch side and test_probes.py on the two pytest workers); with one shared name, one
+    # renamed the other's half-written file into place.
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     if sum(len(t) for t in targets.values()) < GRAPH_HEADROOM * PROTOBUF_LIMIT:
         onnx.save(proto, str(tmp))
     else:  # a single .onnx file cannot exceed 2 GB: weights in one file beside it

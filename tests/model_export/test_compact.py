@@ -220,3 +220,22 @@ def test_browser_expansion_builds_the_same_bytes_as_python(variant, tmp_path):
     assert "runs past the end of packed.0" in messages[0]
     assert "format x" in messages[1] and 'unknown encoding "q9"' in messages[2]
     assert "runs past the end of model.onnx.data.0" in messages[3] and "names 2 packed files; 1 arrived" in messages[4]
+
+
+def _expand_in_a_process(args):
+    variant, out = args
+    return str(expand.expand_to_file(variant, out))
+
+
+def test_two_processes_expanding_one_graph_leave_a_whole_file(variant, tmp_path):
+    """The browser tests' PyTorch side and test_probes.py expand make's graphs on demand, on two
+    pytest workers at once: each writes a file of its own and renames it into place, so the
+    graph that ends there (and that either returns) is whole."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    out = tmp_path / "shared-expanded.onnx"
+    with ProcessPoolExecutor(2) as pool:
+        paths = list(pool.map(_expand_in_a_process, [(variant, out)] * 4))
+    assert set(paths) == {str(out)}
+    onnx.checker.check_model(onnx.load(str(out)))
+    assert list(tmp_path.glob("*.tmp")) == []
