@@ -184,21 +184,18 @@ function keepGroups(names) {
   return fill(groupUrls(names)).catch(() => {});
 }
 
-/** For each group that holds at least one file in a cache: {name, label, have, want, bytes}. */
-async function storedGroups() {
-  const out = [];
-  for (const [name, group] of Object.entries(CONFIG.groups)) {
-    let have = 0;
-    let bytes = 0;
-    for (const [path, size] of group.files) {
-      if (await caches.match(absolute(path))) {
-        have++;
-        bytes += size;
-      }
+/** How much of group `name` a cache holds: {name, label, have, want, bytes}. */
+async function stored(name) {
+  const group = CONFIG.groups[name];
+  let have = 0;
+  let bytes = 0;
+  for (const [path, size] of group.files) {
+    if (await caches.match(absolute(path))) {
+      have++;
+      bytes += size;
     }
-    if (have) out.push({ name, label: group.label, have, want: group.files.length, bytes });
   }
-  return out;
+  return { name, label: group.label, have, want: group.files.length, bytes };
 }
 
 const PROBE_MS = 3000; // a network that has not answered by then counts as gone
@@ -220,7 +217,8 @@ async function online() {
 /** Whether every group that the trigger `url` starts is stored in full. */
 async function storedFor(url) {
   for (const name of triggers.get(keyOf(url)) || []) {
-    for (const [path] of CONFIG.groups[name].files) if (!(await caches.match(absolute(path)))) return false;
+    const { have, want } = await stored(name);
+    if (have < want) return false;
   }
   return true;
 }
@@ -268,10 +266,11 @@ self.addEventListener("message", (event) => {
       fill(urls.filter((url) => known.has(url)))
         .catch(() => {})
         .then(() => keepGroups(implied))
-        .then(() => storedGroups())
+        // Only the groups this page's record names (and the pages): every page sends one.
+        .then(() => Promise.all([CONFIG.precache, ...implied.filter((name) => name !== CONFIG.precache)].map(stored)))
         .then((groups) => {
-          const complete = [CONFIG.precache, ...implied].every((name) => groups.some((g) => g.name === name && g.have === g.want));
-          page?.postMessage({ type: "kept", groups, complete, version: CONFIG.version });
+          const complete = groups.every((g) => g.have === g.want);
+          page?.postMessage({ type: "kept", groups: groups.filter((g) => g.have), complete, version: CONFIG.version });
         }),
     );
   } else if (data.type === "gap") {

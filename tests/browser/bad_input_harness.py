@@ -121,28 +121,36 @@ INSTRUMENT = r"""(() => {
     return out;
   };
 
-  /** Wait until nothing is on its way and the widget's data-state is not "loading". */
-  bx.settle = async (sel, timeout) => {
+  /**
+   * Wait until nothing is on its way and `settled()` holds, both for 12 ms; `state()` is
+   * reported when the time runs out.
+   */
+  bx.quiet = async (settled, timeout, state = () => null) => {
     const t0 = performance.now();
     let quiet = null;
     for (;;) {
-      const el = document.querySelector(sel);
-      const state = el ? el.dataset.state : undefined;
       const now = performance.now();
-      if (!bx.busy() && state && state !== "loading") {
+      if (!bx.busy() && settled()) {
         quiet ??= now;
-        if (now - quiet >= 12) return { ok: true, state, ms: Math.round(now - t0) };
+        if (now - quiet >= 12) return { ok: true, ms: Math.round(now - t0) };
       } else {
         quiet = null;
       }
       if (now - t0 > timeout) {
-        return { ok: false, state: state ?? null, busy: { timers: bx.timers.size, fetches: bx.fetches,
+        return { ok: false, ms: Math.round(now - t0), state: state(), busy: { timers: bx.timers.size, fetches: bx.fetches,
           calls: bx.workers.map((w) => w.__pending.size) } };
       }
       await new Promise((r) => raw.setTimeout(r, 10));
     }
   };
+  const loaded = (el) => Boolean(el && el.dataset.state && el.dataset.state !== "loading");
 
+  /** Wait until nothing is on its way and the widget's data-state is not "loading". */
+  bx.settle = async (sel, timeout) => {
+    const el = () => document.querySelector(sel);
+    const result = await bx.quiet(() => loaded(el()), timeout, () => el()?.dataset.state ?? null);
+    return result.ok ? { ...result, state: el().dataset.state } : result;
+  };
   /** Markup or script that a payload could have created, anywhere on the page. */
   bx.injected = () => {
     const found = [];
@@ -346,21 +354,8 @@ INSTRUMENT = r"""(() => {
       return el;
     });
     frame.replaceChildren(...els);
-    const t0 = performance.now();
-    let quiet = null;
-    for (;;) {
-      const now = performance.now();
-      if (!bx.busy() && els.every((el) => el.dataset.state && el.dataset.state !== "loading")) {
-        quiet ??= now;
-        if (now - quiet >= 12) break;
-      } else {
-        quiet = null;
-      }
-      if (now - t0 > timeout) break;
-      await new Promise((r) => raw.setTimeout(r, 10));
-    }
-    return { ok: quiet !== null, ms: Math.round(performance.now() - t0), busy: bx.busy(),
-             looks: els.map(bx.look), injected: bx.injected() };
+    const { ok, ms, busy } = await bx.quiet(() => els.every(loaded), timeout);
+    return { ok, ms, busy, looks: els.map(bx.look), injected: bx.injected() };
   };
   bx.restore = (sel, tag) => {
     document.querySelector(sel).parentElement.replaceChildren(document.createElement(tag));
