@@ -291,11 +291,11 @@ def write_inspect_graph(graph: str | Path, config: dict, out: str | Path | None 
 
 
 def neutral_probes(config: dict, T: int) -> dict[str, np.ndarray]:
-    """Probe inputs that change nothing, batch of one: scales of 1, adds of 0, one zero row for
-    each row input (shapes from ``probe_inputs``)."""
+    """Probe inputs that change nothing, batch of one: scales of 1, adds of 0, no rows for each
+    row input (shapes from ``probe_inputs``), as site_src/runtime/probe-feeds.js feeds them."""
     feeds = {}
     for info in probe_inputs(config):
-        dims = [d.dim_value or (T if d.dim_param == "sequence" else 1) for d in info.type.tensor_type.shape.dim]
+        dims = [d.dim_value or {"sequence": T, "batch": 1}.get(d.dim_param, 0) for d in info.type.tensor_type.shape.dim]
         feeds[info.name] = (np.ones if info.name.endswith("_scale") else np.zeros)(dims, np.float32)
     return feeds
 

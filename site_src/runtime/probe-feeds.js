@@ -10,7 +10,9 @@
  *   unembed_rows (M, C)          rows read through (ln_f.weight ⊙ ·) and the unembedding → unembed_logits (M, V)
  *   head_rows    (L, K, C)       merged-head rows through each layer's c_proj → head_writes.{l} (K, C)
  *
- * Left out, a probe is neutral: scales of 1, adds of 0, one row of zeros (N, M, K ≥ 1).
+ * Left out, a probe is neutral: scales of 1, adds of 0, and no rows at all (N, M, K = 0) for the
+ * row probes, so that a run asks nothing of the unembedding beyond the logits (on WebGPU, a
+ * one-row unembedding costs as much as the whole forward pass).
  * @module probe-feeds
  */
 
@@ -50,15 +52,15 @@ export function probeFeeds(config, T, probes, makeTensor) {
   for (const [name, shape] of Object.entries(shapes)) {
     let data = probes[name];
     const rowSize = size(shape, 1);
-    let rows = 1;
+    const free = shape.includes(null);
+    let rows = free ? 0 : 1;
     if (data === undefined) {
-      data = new Float32Array(rowSize);
+      data = new Float32Array(rows * rowSize);
       if (NEUTRAL_ONE.has(name)) data.fill(1);
     } else {
       if (!(data instanceof Float32Array)) throw new Error(`The probe ${name} must be a Float32Array.`);
-      const fixed = !shape.includes(null);
-      rows = fixed ? 1 : data.length / rowSize;
-      if ((fixed && data.length !== rowSize) || !Number.isInteger(rows) || rows < 1) {
+      rows = free ? data.length / rowSize : 1;
+      if ((!free && data.length !== rowSize) || !Number.isInteger(rows) || rows < 1) {
         const dims = shape.map((d) => d ?? "rows").join(" × ");
         throw new Error(`The probe ${name} must hold ${dims} numbers for this ${T}-token prompt, not ${data.length}.`);
       }

@@ -5,11 +5,11 @@ q4x computes in float32 from its dequantized weights, so it is compared at 1e-4 
 with the hooks on those weights; the WASM default (q8x, int8) within its validation bound.
 
 WASM runs every recipe in full (``RUN_ALL``: the head map and both patching maps run the graph
-once per head or per (layer, position), about 50 runs). WebGPU here is SwiftShader, which takes
-about 2 s per run of the inspect graph whatever its size, so it runs each *probe* of the graph
-once instead (``RUN_EACH_PROBE``: the lens, a mean ablation, induction, direct logit attribution
-and one residual patch, 9 runs): the loops around the probes are the same JavaScript on both
-backends and are checked, index by index, on WASM.
+once per head or per (layer, position), about 50 runs). WebGPU here is SwiftShader, on the
+2-core machine's processor, so it runs each *probe* of the graph once instead
+(``RUN_EACH_PROBE``: the lens, a mean ablation, induction, direct logit attribution and one
+residual patch, 9 runs): the loops around the probes are the same JavaScript on both backends and
+are checked, index by index, on WASM.
 """
 
 from __future__ import annotations

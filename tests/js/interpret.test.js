@@ -14,7 +14,7 @@ import { Rng } from "../../site_src/runtime/rng.js";
 const CONFIG = { n_layer: 2, n_head: 4, n_embd: 64 };
 const tensor = (data, dims) => ({ data, dims });
 
-test("left out, every probe is neutral: scales of 1, adds of 0, one zero row", () => {
+test("left out, every probe is neutral: scales of 1, adds of 0, no rows", () => {
   const feeds = probeFeeds(CONFIG, 5, {}, tensor);
   assert.deepEqual(feeds.head_scale.dims, [2, 4, 5]);
   assert.ok(feeds.head_scale.data.every((v) => v === 1));
@@ -23,9 +23,10 @@ test("left out, every probe is neutral: scales of 1, adds of 0, one zero row", (
   assert.deepEqual(feeds.resid_scale.dims, [2, 5]);
   assert.ok(feeds.resid_scale.data.every((v) => v === 1));
   assert.deepEqual(feeds.resid_add.dims, [2, 5, 64]);
-  assert.deepEqual(feeds.lens_hidden.dims, [1, 64]);
-  assert.deepEqual(feeds.unembed_rows.dims, [1, 64]);
-  assert.deepEqual(feeds.head_rows.dims, [2, 1, 64]);
+  assert.deepEqual(feeds.lens_hidden.dims, [0, 64]);
+  assert.deepEqual(feeds.unembed_rows.dims, [0, 64]);
+  assert.deepEqual(feeds.head_rows.dims, [2, 0, 64]);
+  assert.equal(feeds.head_rows.data.length, 0);
   assert.deepEqual(Object.keys(feeds).sort(), Object.keys(probeShapes(CONFIG, 5)).sort());
 });
 
