@@ -33,6 +33,7 @@ export const INSPECT_CSS = `<style>
   .grid-figure, .pl-fig { margin: 0.5em 0; }
   .pl-fig figcaption { font-size: 0.8em; opacity: 0.85; }
   .pl-fig svg { max-width: 100%; height: auto; font-size: 10px; }
+  .pl-readout { font-size: 0.8em; margin: 0.1em 0 0; min-height: 1.3em; }
   table.topk.largest-table { width: auto; }
   .legend { font-size: 0.8em; opacity: 0.85; margin: 0.2em 0; }
   .cancel[hidden] { display: none; }

@@ -16,7 +16,7 @@ import { MAX_SEED } from "../runtime/rng.js";
 import { argmax, induction, repeatedTokens } from "../runtime/interpret.js";
 import { gridHTML, headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
-import { heatmap } from "./pipeline/figures.js";
+import { heatmap, showCellValues } from "./pipeline/figures.js";
 
 const LENGTH = { min: 4, max: 100 };
 
@@ -56,6 +56,7 @@ class TxInduction extends TxInspect {
       this.$('input[name="seed"]').value = String(Number(this.$('input[name="seed"]').value || 0) + 1);
       changed();
     });
+    showCellValues(this.shadowRoot);
     onCellPick(this.shadowRoot, "scores", (l, h) => {
       this.head = `${l}.${h}`;
       this.saveState();

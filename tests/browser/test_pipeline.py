@@ -106,6 +106,16 @@ def figure(widget, name):
     return np.array(json.loads(widget.locator(f'figure[data-name="{name}"]').get_attribute("data-values")), dtype=np.float64)
 
 
+def point_at(widget, name, row, col):
+    """Point the mouse at cell (row, col) of heatmap `name`, as a reader does; what the line
+    under the heatmap then says."""
+    svg = widget.locator(f'figure[data-name="{name}"] svg')
+    left, top, w, h = map(float, svg.get_attribute("data-cells").split())
+    scale = svg.bounding_box()["width"] / float(svg.get_attribute("width"))
+    svg.hover(position={"x": (left + (col + 0.5) * w) * scale, "y": (top + (row + 0.5) * h) * scale})
+    return widget.locator(f'figure[data-name="{name}"] .pl-readout').inner_text()
+
+
 def select(p, widget, name, value):
     runs = int(widget.get_attribute("data-runs"))
     widget.locator(f"select[name={name}]").select_option(str(value))
@@ -326,6 +336,10 @@ def test_attention_steps_for_the_chosen_layer_and_head(tab, ref):
     assert np.isnan(masked[upper]).all()
     close(masked[~upper], b["scaled"][~upper])
     close(figure(w, "weighted"), b["out"])
+    # the value of the cell under the pointer, read in the line under the heatmap
+    reading = point_at(w, "scaled", 2, 1)
+    assert reading.startswith("row 2, col 1: ") and float(reading.split(": ")[1]) == pytest.approx(b["scaled"][2, 1], rel=1e-3, abs=1e-4)
+    assert point_at(w, "masked", 0, T - 1) == f"row 0, col {T - 1}: −∞"
     assert float(w.locator(".pl-check").get_attribute("data-max-diff")) < (SAME_WEIGHTS_TOL if same_weights(ref, w) else 0.05)
 
 

@@ -5,7 +5,7 @@
  * @module widgets/pipeline/stage
  */
 import { TxElement } from "../base.js";
-import { options } from "./figures.js";
+import { options, showCellValues } from "./figures.js";
 import { encodePrompt, loadPipelineModel, runForward, truncationNote } from "./forward.js";
 import { bindPrompt, promptBar } from "./prompt.js";
 import { PIPELINE_CSS } from "./styles.js";
@@ -59,6 +59,7 @@ export class PipelineStage extends TxElement {
 
   mount() {
     this.generation = 0;
+    showCellValues(this.shadowRoot);
     this.unbindPrompt = bindPrompt(this, () => this.refresh());
     this.shadowRoot
       .querySelectorAll(".pl-controls select, .pl-controls input")

@@ -14,6 +14,7 @@ export const PIPELINE_CSS = `<style>
   /* A figure wider than a phone scrolls in its own box (class "scroll": on purpose). */
   figure.pl-fig { margin: 0; max-width: 100%; overflow-x: auto; }
   figure.pl-fig figcaption { font-size: 0.85em; margin-bottom: 0.2em; }
+  .pl-readout { font-size: 0.85em; margin: 0.1em 0 0; min-height: 1.4em; }
   .pl-tokens { display: flex; flex-wrap: wrap; gap: 0.3em; }
   .pl-token { border: 1px solid currentColor; border-radius: 3px; padding: 0.1em 0.35em; text-align: center; font-family: var(--md-code-font-family, monospace); }
   .pl-token small { display: block; opacity: 0.8; }
