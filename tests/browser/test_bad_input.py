@@ -125,31 +125,30 @@ class Sweep:
         else:
             problems += [f"status shows {m.group(0)!r}" for m in BAD_VALUE.finditer(info["status"])]
         t2 = time.perf_counter()
-        new = self.watched.errors[self.seen_errors :]
-        self.seen_errors = len(self.watched.errors)
-        problems += [f"console/uncaught: {e[:200]}" for e in new if not any(m in e for m in self.watched.expected)]
+        problems += self.new_errors()
         for p in problems:
             self.problems.append(f"{what}: {p}")
-        if LOG:
-            with open(LOG, "a", encoding="utf-8") as f:
-                f.write(
-                    json.dumps(
-                        {
-                            "widget": self.sel,
-                            "what": what,
-                            "ms": result.get("ms"),
-                            "step_s": round(t1 - t0, 3),
-                            "text_s": round(t2 - t1, 3),
-                            "state": info["state"],
-                            "status": info["status"][:300],
-                            "problems": problems,
-                        }
-                    )
-                    + "\n"
-                )
-        if info["injected"]:  # one payload that ran would poison every later check
-            self.page.evaluate("() => { window.__pwned = undefined; __bx.alerts = 0; }")
+        self.log(what, result.get("ms"), t1 - t0, t2 - t1, problems, state=info["state"], status=info["status"][:300])
+        self.clear_injected(info["injected"])
         return info
+
+    def new_errors(self) -> list[str]:
+        """Console messages and uncaught errors since the last call that no test expects."""
+        new = self.watched.errors[self.seen_errors :]
+        self.seen_errors = len(self.watched.errors)
+        return [f"console/uncaught: {e[:200]}" for e in new if not any(m in e for m in self.watched.expected)]
+
+    def clear_injected(self, injected: list) -> None:
+        """One payload that ran would poison every later check: its marks are wiped."""
+        if injected:
+            self.page.evaluate("() => { window.__pwned = undefined; __bx.alerts = 0; }")
+
+    def log(self, what: str, ms, step_s: float, text_s: float, problems: list[str], **more) -> None:
+        """One JSON line per value tried, when TX_BAD_INPUT_LOG names a file."""
+        if LOG:
+            entry = {"widget": self.sel, "what": what, "ms": ms, "step_s": round(step_s, 3), "text_s": round(text_s, 3), **more, "problems": problems}
+            with open(LOG, "a", encoding="utf-8") as f:
+                f.write(json.dumps(entry) + "\n")
 
     def attribute_side_by_side(self, tag: str, name: str, values: dict) -> list[str]:
         """Every value of attribute `name` at once, a fresh widget each (``__bx.stepAttribute``):
@@ -163,29 +162,11 @@ class Sweep:
         problems = [] if result["ok"] else [f"did not settle in {2 * SETTLE_TIMEOUT / 1000:.0f} s (busy {result['busy']})"]
         for label, look in zip(values, result["looks"], strict=True):
             problems += [f"={label}: {p}" for p in look_problems(look)]
-        problems += result["injected"] + bad_values(self.page)
-        new = self.watched.errors[self.seen_errors :]
-        self.seen_errors = len(self.watched.errors)
-        problems += [f"console/uncaught: {e[:200]}" for e in new if not any(m in e for m in self.watched.expected)]
-        if result["injected"]:
-            self.page.evaluate("() => { window.__pwned = undefined; __bx.alerts = 0; }")
+        problems += result["injected"] + bad_values(self.page) + self.new_errors()
+        self.clear_injected(result["injected"])
         self.page.evaluate("([s, t]) => __bx.restore(s, t)", [self.sel, tag])
         self.checked_markup = None
-        if LOG:
-            with open(LOG, "a", encoding="utf-8") as f:
-                f.write(
-                    json.dumps(
-                        {
-                            "widget": self.sel,
-                            "what": f"attribute {name} ({len(values)} side by side)",
-                            "ms": result["ms"],
-                            "step_s": round(time.perf_counter() - t0, 3),
-                            "text_s": 0,
-                            "problems": problems,
-                        }
-                    )
-                    + "\n"
-                )
+        self.log(f"attribute {name} ({len(values)} side by side)", result["ms"], time.perf_counter() - t0, 0, problems)
         return problems
 
     def usable(self, index: int) -> bool:
