@@ -85,9 +85,12 @@
     }
     if (href.indexOf(root) !== 0) return;
     var used = readList(USED_KEY);
-    if (used.indexOf(href) < 0) saveList(USED_KEY, used.concat([href]));
+    if (used.indexOf(href) < 0) {
+      used = used.concat([href]);
+      saveList(USED_KEY, used);
+    }
     // The whole record, so that the worker's answer (and the notice) covers every part used.
-    if (sw.controller) sw.controller.postMessage({ type: "remember", urls: readList(USED_KEY).concat([href]) });
+    if (sw.controller) sw.controller.postMessage({ type: "remember", urls: used });
   }
 
   function keepFiles(baseUrl, files) {
