@@ -90,15 +90,20 @@ export function heatmap(rows, { name, caption, rowLabels = [], colLabel = "", ce
     </svg><p class="pl-readout">Point at or tap a cell to read its value.</p></figure>`;
 }
 
+const parsed = new WeakMap(); // figure -> its values and non-finite labels, read once (pointermove is frequent)
+
 /** The readout line of a heatmap cell: "row 2, col 5: 0.1234" (−∞ for a masked score). */
 function cellReading(figure, row, col) {
-  const value = JSON.parse(figure.dataset.values)[row][col];
-  const label =
-    value !== null ? value.toPrecision(4) : (JSON.parse(figure.dataset.nonFinite || "[]").find(([i, j]) => i === row && j === col)?.[2] ?? "not a number");
-  return `row ${row}, col ${col}: ${label}`;
+  if (!parsed.has(figure)) {
+    const nonFinite = JSON.parse(figure.dataset.nonFinite || "[]");
+    parsed.set(figure, { values: JSON.parse(figure.dataset.values), nonFinite: new Map(nonFinite.map(([i, j, label]) => [`${i},${j}`, label])) });
+  }
+  const { values, nonFinite } = parsed.get(figure);
+  const value = values[row][col];
+  return `row ${row}, col ${col}: ${value !== null ? value.toPrecision(4) : (nonFinite.get(`${row},${col}`) ?? "not a number")}`;
 }
 
-const reading = new WeakSet();
+const wired = new WeakSet();
 
 /**
  * Show the value of the heatmap cell under the pointer (or where a finger taps) in the line
@@ -106,8 +111,8 @@ const reading = new WeakSet();
  * @param {ShadowRoot} root
  */
 export function showCellValues(root) {
-  if (reading.has(root)) return;
-  reading.add(root);
+  if (wired.has(root)) return;
+  wired.add(root);
   const show = (event) => {
     const svg = event.target.closest?.("svg.pl-heat");
     const figure = svg?.closest("figure.pl-fig");
@@ -119,7 +124,8 @@ export function showCellValues(root) {
     const y = (event.clientY - bounds.top) * (Number(svg.getAttribute("height")) / bounds.height);
     const [row, col] = [Math.floor((y - top) / h), Math.floor((x - left) / w)];
     if (row < 0 || col < 0 || row >= Number(figure.dataset.rows) || col >= Number(figure.dataset.cols)) return;
-    readout.textContent = cellReading(figure, row, col);
+    const reading = cellReading(figure, row, col);
+    if (readout.textContent !== reading) readout.textContent = reading;
   };
   root.addEventListener("pointermove", show);
   root.addEventListener("pointerdown", show);
