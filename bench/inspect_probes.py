@@ -20,11 +20,9 @@ import os
 from pathlib import Path
 
 from common import BROWSER_ARGS, RESULTS, machine, report_header, spread
-
-from sitebuild.chromium import find_chromium
+from sitebuild.chromium import WEBGPU_ARGS, find_chromium
 from sitebuild.serve import serve_in_thread
 
-WEBGPU_ARGS = ["--enable-unsafe-webgpu", "--enable-features=Vulkan", "--use-angle=swiftshader", "--use-webgpu-adapter=swiftshader", "--enable-unsafe-swiftshader"]
 IDS = [464, 3139, 286, 4881, 318, 6342, 13, 383]
 
 RUN = """async ([ids, backend, repeat]) => {

@@ -38,6 +38,15 @@ def resolver_rule(*hosts: str) -> str:
 #: QUIET_ARGS with only 127.0.0.1 resolved: what the browser tests and the benchmarks pass.
 HEADLESS_ARGS = [*QUIET_ARGS, resolver_rule("127.0.0.1")]
 
+#: Added for a WebGPU adapter on a machine without a GPU: SwiftShader, a GPU in software.
+WEBGPU_ARGS = [
+    "--enable-unsafe-webgpu",
+    "--enable-features=Vulkan",
+    "--use-angle=swiftshader",
+    "--use-webgpu-adapter=swiftshader",
+    "--enable-unsafe-swiftshader",
+]
+
 
 def playwright_chromium() -> str | None:
     """Path of Playwright's downloaded Chromium, if there is one."""

@@ -10,19 +10,12 @@ import pytest
 
 from bad_input_harness import WidgetPage
 from served import SITE
-from sitebuild.chromium import HEADLESS_ARGS, find_chromium
+from sitebuild.chromium import HEADLESS_ARGS, WEBGPU_ARGS, find_chromium
 from sitebuild.serve import serve_in_thread
 from tabs import SharedTab
 from watched import NO_SERVICE_WORKER, WatchedPage
 
 BASE_ARGS = HEADLESS_ARGS
-WEBGPU_ARGS = [
-    "--enable-unsafe-webgpu",
-    "--enable-features=Vulkan",
-    "--use-angle=swiftshader",
-    "--use-webgpu-adapter=swiftshader",
-    "--enable-unsafe-swiftshader",
-]
 
 
 @pytest.fixture(scope="session")
