@@ -12,10 +12,9 @@
 ``all`` runs build, quantize, validate, tables, probes, package and report into a temporary directory
 beside DIR and then puts it in DIR's place, so DIR is never seen half written. The other commands
 work on DIR in place, one stage each (see ``pipeline``). ``tables`` writes ``DIR/tables/``, what
-the pipeline figures read (the weights' places in the q4x files, parity logits; see ``tables``),
-and lists it in ``manifest.json`` when there is one: it brings a build made before the stage
-existed up to date without exporting again; ``probes`` does the same for the inspect graphs
-(``probes.py``), which the "Looking inside the model" pages load. ``build`` and ``quantize``
+the pipeline figures read (the weights' places in the packed 4-bit files, parity logits; see
+``tables``), and lists it in ``manifest.json`` when there is one; ``probes`` does the same for
+the inspect graphs (``probes.py``), which the "Looking inside the model" pages load. ``build`` and ``quantize``
 remove ``tables/`` and the inspect graphs, since they replace the files those were made from.
 
 Exit status:
@@ -42,10 +41,11 @@ from pathlib import Path
 from .layout import INLINE_BYTES, PIECE_BYTES
 from .pipeline import BuildDir, StageError
 from .tokenizer import DEFAULT_NPM_DIR, TokenizerError
+from .variants import VARIANTS
 from .weights import PRESET_PREFIX, PRESETS, SourceError, parse_source
 
 EXIT_OK, EXIT_VALIDATION_FAILED, EXIT_BAD_INPUT, EXIT_WRITE_FAILED = 0, 1, 2, 3
-VARIANT_NAMES = ("q4x", "q8x", "q4", "q8", "fp16")  # q8x reads the q4x pieces: after q4x
+VARIANT_NAMES = tuple(VARIANTS)  # in the order they are written (one built from another after it)
 EXIT_CODES_HELP = """exit status:
   0  success
   1  a validation check failed (the files are written; the table says what failed by how much)
@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     build = commands.add_parser("build", help="load the weights and export the fp32 reference graph")
     _add_source(build)
-    quantize = commands.add_parser("quantize", help="write the q4x / q8x / q4 / q8 / fp16 variants in pieces")
+    quantize = commands.add_parser("quantize", help=f"write the {' / '.join(VARIANT_NAMES)} variants in pieces")
     _add_quantize(quantize)
     validate = commands.add_parser("validate", help="compare with PyTorch and the variants with fp32")
     _add_validate(validate)

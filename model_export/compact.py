@@ -47,6 +47,7 @@ from .layout import GRAPH_FILE, INDEX_FILE, PACKED_PREFIX, PIECE_BYTES, SMALL_TE
 
 FORMAT = "tx-compact-1"
 BLOCK_SIZE = 32
+Q4_ENCODING = "q4"  # a chunk of 4-bit codes in blocks of BLOCK_SIZE, then their float16 scales
 TARGET_BYTES = 256_000_000  # expanded files the browser builds; a tensor never spans two
 ALIGN = 16
 
@@ -227,7 +228,7 @@ def write_compact(
                 if quantized:
                     packed, scales = quantize_blocks(part, block)
                     data = packed.tobytes() + scales.astype("<f2").tobytes()
-                    chunk |= {"encoding": "q4", "elements": int(count)}
+                    chunk |= {"encoding": Q4_ENCODING, "elements": int(count)}
                 else:
                     data = part.astype(part.dtype.newbyteorder("<")).tobytes()
                     chunk |= {"encoding": "raw"}
@@ -276,8 +277,8 @@ def index_problems(directory: str | Path, piece_bytes: int = PIECE_BYTES) -> lis
         where = f"{chunk['tensor']} at {chunk['offset']}"
         if chunk["start"] + chunk["bytes"] > sizes[chunk["piece"]]:
             problems.append(f"{where}: beyond the end of {index['pieces'][chunk['piece']]}")
-        length = chunk["elements"] * 4 if chunk["encoding"] == "q4" else chunk["bytes"]
-        if chunk["encoding"] == "q4" and chunk["bytes"] != chunk["elements"] // 2 + chunk["elements"] // block * 2:
+        length = chunk["elements"] * 4 if chunk["encoding"] == Q4_ENCODING else chunk["bytes"]
+        if chunk["encoding"] == Q4_ENCODING and chunk["bytes"] != chunk["elements"] // 2 + chunk["elements"] // block * 2:
             problems.append(f"{where}: {chunk['bytes']} packed bytes for {chunk['elements']} elements")
         if chunk["offset"] + length > index["targets"][chunk["target"]]["bytes"]:
             problems.append(f"{where}: beyond the end of {index['targets'][chunk['target']]['name']}")
@@ -306,7 +307,7 @@ def expand_targets(directory: str | Path) -> dict[str, bytes]:
     targets = {t["name"]: np.zeros(t["bytes"], np.uint8) for t in index["targets"]}
     for chunk in index["chunks"]:
         source = pieces[chunk["piece"]][chunk["start"] : chunk["start"] + chunk["bytes"]]
-        if chunk["encoding"] == "q4":
+        if chunk["encoding"] == Q4_ENCODING:
             n = chunk["elements"]
             scales = source[n // 2 :].view("<f2")
             data = dequantize_blocks(source[: n // 2], scales, block).astype("<f4").view(np.uint8)

@@ -45,16 +45,18 @@ from .layout import (
     tensor_bytes,
 )
 from .tokenizer import sha256_file
+from .variants import variant_order
 
 FORMAT = 2
-CONFIG_KEYS = ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id")  # the manifest's (and the tables') config
-# Per backend, the order in which a browser should try the variants, best first; the manifest
-# carries it (``variant_order``) to the runtime (runtime/variants.js) and the embed pages
-# (embed_hook.py). Measured by bench/browser.py: on WASM q8x decodes as fast as q4x from the
-# same 4-bit download, pre-fills faster and holds about half the memory; q4x is next; q8
-# downloads twice as much; q4 is several times slower. On WebGPU 4-bit weights are the usual
-# format; fp16 needs the `shader-f16` feature (the runtime skips it without).
-VARIANT_ORDER = {"webgpu": ("q4", "fp16", "q4x", "fp32", "q8"), "wasm": ("q8x", "q4x", "q8", "fp32", "q4", "fp16")}
+CONFIG_KEYS = (
+    "n_layer",
+    "n_head",
+    "n_embd",
+    "n_positions",
+    "vocab_size",
+    "layer_norm_epsilon",
+    "eos_token_id",
+)  # the manifest's (and the tables') config: every number the browser computes with
 
 
 def _raw(tensor: onnx.TensorProto) -> bytes:
@@ -183,7 +185,9 @@ def file_role(path: Path) -> str:
     return "packed" if path.name.startswith(PACKED_PREFIX) else "data"
 
 
-def variant_entry(name: str, dtype: str, backends: list[str], outputs: list[str], root: str | Path, validation: dict | None = None) -> dict:
+def variant_entry(
+    name: str, dtype: str, backends: list[str], outputs: list[str], root: str | Path, validation: dict | None = None, gpu_features: tuple[str, ...] = ()
+) -> dict:
     """One downloadable form of the model, as listed in the manifest.
 
     Args:
@@ -193,6 +197,7 @@ def variant_entry(name: str, dtype: str, backends: list[str], outputs: list[str]
         outputs: Names of the graph's outputs.
         root: The build directory.
         validation: Its metrics against the fp32 reference, if measured.
+        gpu_features: WebGPU features a device needs to run it (listed only when there are some).
 
     Returns:
         The manifest entry.
@@ -208,6 +213,8 @@ def variant_entry(name: str, dtype: str, backends: list[str], outputs: list[str]
         "validation": validation or {},
         "bytes": sum(f["bytes"] for f in files),
     }
+    if gpu_features:
+        entry["gpu_features"] = list(gpu_features)
     inspect = Path(root) / name / INSPECT_FILE
     if inspect.is_file():  # the same weights with probes (probes.py): loaded instead of the graph
         entry["inspect"] = file_entry(inspect, root, "graph")
@@ -228,25 +235,6 @@ def versions() -> dict[str, str]:
         "onnxscript": onnxscript.__version__,
         "onnxruntime": onnxruntime.__version__,
     }
-
-
-def variant_order(variants: list[dict]) -> dict[str, list[str]]:
-    """Per backend, the names of the variants that run on it, in the order a browser should try
-    them: those ``VARIANT_ORDER`` names first, in its order, then the others in manifest order.
-
-    Args:
-        variants: Manifest entries (``name``, ``backends``).
-
-    Returns:
-        Backend -> names; a backend no variant runs on is left out.
-    """
-    order = {}
-    for backend, preferred in VARIANT_ORDER.items():
-        usable = [v["name"] for v in variants if backend in v["backends"]]
-        ranked = [name for name in preferred if name in usable] + [name for name in usable if name not in preferred]
-        if ranked:
-            order[backend] = ranked
-    return order
 
 
 def build_manifest(
@@ -276,7 +264,7 @@ def build_manifest(
         config: ``GPT2Config.to_dict()``.
         inputs: Graph inputs as ``{"name", "dtype", "shape"}`` (the same for every variant).
         outputs: Every output a variant may have, same form; each variant lists its own names.
-        variants: Entries from ``variant_entry()``; ``variant_order`` ranks them per backend.
+        variants: Entries from ``variant_entry()``; ``variants.variant_order`` ranks them per backend.
         tokenizer: Role (``vocab``, ``merges``, ``notice``) -> file path.
         validation: The fp32 reference's validation rows as dicts (empty when skipped).
         root: The build directory.
@@ -286,7 +274,7 @@ def build_manifest(
     Returns:
         The manifest, ready for ``write_manifest``.
     """
-    order = variant_order(variants)
+    order = variant_order([v["name"] for v in variants])
     if default_variants is None:
         default_variants = {backend: names[0] for backend, names in order.items()}
     return {

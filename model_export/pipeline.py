@@ -53,7 +53,7 @@ from .layout import (
     TABLES_DIR,
     expanded_name,
 )
-from .quantize import VARIANTS
+from .variants import VARIANTS
 
 
 class StageError(ValueError):
@@ -239,7 +239,7 @@ def run_quantize(
 
     from .compact import write_compact
     from .quantize import QuantizeResult, operator_counts, quantize_variant
-    from .requant import SOURCE_VARIANT, write_requant
+    from .requant import write_requant
 
     record = build.record()
     if not build.reference.is_file():
@@ -249,15 +249,17 @@ def run_quantize(
     done = dict(record.get("variants", {}))
     for name in variants:
         start = time.perf_counter()
-        if name == "q4x":  # no new graph: the fp32 one, its weights packed (compact.py)
+        spec = VARIANTS[name]
+        if spec.writer == "compact":  # no new graph: the fp32 one, its weights packed (compact.py)
             files = write_compact(reference, build.variant_dir(name), piece_bytes)
             proto, result = None, QuantizeResult(name, time.perf_counter() - start, operator_counts(reference))
             save_s = 0.0
-        elif name == "q8x":  # an int8 graph over q4x's pieces (requant.py)
-            if not (build.variant_dir(SOURCE_VARIANT) / INDEX_FILE).is_file():
-                raise StageError(f"q8x is built from the {SOURCE_VARIANT} pieces; quantize {SOURCE_VARIANT} first (--variants {SOURCE_VARIANT},q8x)")
-            graph = write_requant(reference, build.variant_dir(SOURCE_VARIANT), build.variant_dir(name))[0]
-            files = package.variant_files(build.variant_dir(name))  # its download: graph, index, q4x's pieces
+        elif spec.writer == "requant":  # an int8 graph over another variant's pieces (requant.py)
+            source = spec.built_from
+            if not (build.variant_dir(source) / INDEX_FILE).is_file():
+                raise StageError(f"{name} is built from the {source} pieces; quantize {source} first (--variants {source},{name})")
+            graph = write_requant(reference, build.variant_dir(source), build.variant_dir(name))[0]
+            files = package.variant_files(build.variant_dir(name))  # its download: graph, index, the source's pieces
             proto = onnx.load(str(graph), load_external_data=False)
             result = QuantizeResult(name, time.perf_counter() - start, operator_counts(proto))
             save_s = 0.0
@@ -420,7 +422,7 @@ def run_package(build: BuildDir, progress=print) -> dict:
     for name in names:
         spec = VARIANTS[name]
         outputs = [o.name for o in _graph_outputs(build.variant_graph(name))]
-        entries.append(package.variant_entry(name, spec.dtype, list(spec.backends), outputs, build.root, metrics.get(name)))
+        entries.append(package.variant_entry(name, spec.dtype, list(spec.backends), outputs, build.root, metrics.get(name), spec.gpu_features))
     reference_rows = [r for r in validation.get("rows", []) if r.get("group") in ("torch", "fp32")]
     manifest = package.build_manifest(
         name=record["name"],

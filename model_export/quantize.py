@@ -40,35 +40,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-
-@dataclass(frozen=True)
-class VariantSpec:
-    """A shipped form of the model.
-
-    Attributes:
-        name: Variant id, also its directory name.
-        dtype: What the weights are stored as.
-        backends: onnxruntime-web execution providers it is meant for.
-        description: One line for the report.
-    """
-
-    name: str
-    dtype: str
-    backends: tuple[str, ...]
-    description: str
-
-
-VARIANTS: dict[str, VariantSpec] = {
-    spec.name: spec
-    for spec in [
-        VariantSpec("q4x", "int4", ("wasm",), "4-bit download, expanded to float32 in the browser (compact.py)"),
-        VariantSpec("q8x", "int8", ("wasm",), "q4x's 4-bit download, requantized to int8 in the browser (requant.py)"),
-        VariantSpec("q4", "int4", ("webgpu", "wasm"), "4-bit weights, blocks of 32 (MatMulNBits)"),
-        VariantSpec("q8", "int8", ("wasm",), "8-bit weights, dynamic activation quantization (MatMulInteger)"),
-        VariantSpec("fp16", "float16", ("webgpu",), "half precision; needs WebGPU's shader-f16"),
-    ]
-}
-BLOCK_SIZE = 32
+from .compact import BLOCK_SIZE
+from .variants import VARIANTS
 
 
 @dataclass
@@ -257,7 +230,8 @@ def dequantizing_gather(prefix: str, packed: str, scales: str, ids: str, output:
     return nodes, constants
 
 
-CONVERTERS = {"fp16": to_fp16, "q8": to_q8, "q4": to_q4}
+# A variant's writer (variants.VariantSpec.writer) -> the function that converts the fp32 graph.
+CONVERTERS = {"float16": to_fp16, "int8-dynamic": to_q8, "int4-blocks": to_q4}
 
 
 def quantize_variant(reference: onnx.ModelProto, variant: str) -> tuple[onnx.ModelProto, QuantizeResult]:
@@ -273,13 +247,14 @@ def quantize_variant(reference: onnx.ModelProto, variant: str) -> tuple[onnx.Mod
     Raises:
         ValueError: For an unknown variant.
     """
-    if variant not in CONVERTERS:
-        raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    convertible = [name for name, spec in VARIANTS.items() if spec.writer in CONVERTERS]
+    if variant not in convertible:
+        raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(convertible)}")
     start = time.perf_counter()
     work = onnx.ModelProto()
     work.CopyFrom(reference)  # the converters may edit their argument
     with quiet_quantizers():
-        converted = CONVERTERS[variant](work)
+        converted = CONVERTERS[VARIANTS[variant].writer](work)
     seconds = time.perf_counter() - start
     return converted, QuantizeResult(variant, seconds, operator_counts(converted))
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import package
-from .quantize import VARIANTS
 from .validate import CheckResult, bound_text, format_value
+from .variants import VARIANTS
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"

@@ -50,7 +50,6 @@ from . import compact
 from .layout import GRAPH_FILE, INDEX_FILE, SMALL_TENSOR_BYTES, tensor_bytes
 
 FORMAT = "tx-requant-1"
-SOURCE_VARIANT = "q4x"
 QMAX = 127
 INT8_SUFFIX = ".int8"
 SCALE_SUFFIX = ".scale"
@@ -243,7 +242,7 @@ def write_requant(reference: onnx.ModelProto, source_dir: str | Path, directory:
     for old in [*directory.glob(f"{GRAPH_FILE}*"), directory / INDEX_FILE]:
         old.unlink(missing_ok=True)
     source = compact.read_index(source_dir)
-    four_bit = {c["tensor"] for c in source["chunks"] if c["encoding"] == "q4"}
+    four_bit = {c["tensor"] for c in source["chunks"] if c["encoding"] == compact.Q4_ENCODING}
     axes = scale_groups(reference, four_bit)
     if set(axes) != four_bit:
         raise ValueError(f"q4x matrices no MatMul reads: {sorted(four_bit - set(axes))}")

@@ -28,14 +28,15 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .compact import dequantize_blocks, read_index
+from .compact import Q4_ENCODING, dequantize_blocks, read_index
 from .gpt2 import GPT2, GPT2Config
 from .layout import TABLES_INDEX, parity_name
 from .package import CONFIG_KEYS
 from .runtime import OrtGPT2, TorchGPT2, prompt_outputs
+from .variants import PACKED
 
 TABLES_FORMAT = 2
-WEIGHTS_VARIANT = "q4x"  # the figures read their weights from this variant's packed files
+WEIGHTS_VARIANT = PACKED  # the figures read their weights from this variant's packed files
 LINEARS = ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")  # a block's linear layers, in graph order
 BLOCK_ROLES = (
     "ln_1.weight",
@@ -229,7 +230,7 @@ def layout_tensor(variant_dir: Path, entry: dict) -> np.ndarray:
         with open(variant_dir / index["pieces"][chunk["piece"]], "rb") as f:
             f.seek(chunk["start"])
             data = np.frombuffer(f.read(chunk["bytes"]), np.uint8)
-        if chunk["encoding"] == "q4":
+        if chunk["encoding"] == Q4_ENCODING:
             n = chunk["elements"]
             parts.append(dequantize_blocks(data[: n // 2], data[n // 2 :].view("<f2"), index["block"]))
         else:

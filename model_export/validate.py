@@ -36,6 +36,8 @@ import torch
 
 from .gpt2 import GPT2
 from .runtime import OrtGPT2, TorchGPT2, empty_past, fit_greedy, greedy, positions_from_mask
+from .variants import VariantTolerance
+from .variants import tolerances as variant_tolerances
 
 PROMPT_LEN, DECODE_LEN, PAD = 8, 3, 3  # the left-padded batch of two: a prefill, then decode steps
 GREEDY_PROMPT, GREEDY_NEW, GREEDY_SHORTER = 8, 20, 3  # greedy: 20 tokens after prompts of 8 and 8 - 3 tokens
@@ -44,25 +46,6 @@ TEXT_TOKENS = 512  # of the validation text, at most (and at most n_positions)
 CACHE_STEPS = 16  # decode steps compared with the same variant's teacher-forced logits
 TOP_K = 5  # the top-k overlap (at most the vocabulary)
 FLAT_SHARE = 0.9  # mean next-token entropy / log(vocab_size) from which weights count as random
-
-
-@dataclass
-class VariantTolerance:
-    """Bounds for one variant against the fp32 graph.
-
-    Attributes:
-        kl: Max mean KL(fp32 || variant) of the next-token distributions, in nats.
-        top1: Min share of positions where both pick the same most likely token.
-        top5: Min mean overlap of the two top-5 sets (0..1).
-        ppl_ratio: Max perplexity of the variant over perplexity of fp32 on the text.
-        cache_kl: Max mean KL between the variant's logits with and without the KV cache.
-    """
-
-    kl: float
-    top1: float
-    top5: float
-    ppl_ratio: float
-    cache_kl: float
 
 
 @dataclass
@@ -93,32 +76,8 @@ class Tolerances:
         differences) and a meaningful perplexity.
         """
         if random_weights:
-            return cls(
-                hf=1e-5,
-                ort=1e-4,
-                top1=0.99,
-                tokens=0,
-                variants={
-                    "fp16": VariantTolerance(kl=1e-4, top1=0.9, top5=0.9, ppl_ratio=1.001, cache_kl=1e-4),
-                    "q8": VariantTolerance(kl=5e-3, top1=0.5, top5=0.5, ppl_ratio=1.01, cache_kl=5e-3),
-                    "q4": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
-                    "q4x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
-                    "q8x": VariantTolerance(kl=5e-2, top1=0.2, top5=0.2, ppl_ratio=1.05, cache_kl=5e-3),
-                },
-            )
-        return cls(
-            hf=1e-3,
-            ort=1e-3,
-            top1=0.99,
-            tokens=0,
-            variants={
-                "fp16": VariantTolerance(kl=2e-3, top1=0.97, top5=0.95, ppl_ratio=1.01, cache_kl=2e-3),
-                "q8": VariantTolerance(kl=0.1, top1=0.8, top5=0.8, ppl_ratio=1.1, cache_kl=0.05),
-                "q4": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
-                "q4x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
-                "q8x": VariantTolerance(kl=0.3, top1=0.65, top5=0.65, ppl_ratio=1.3, cache_kl=0.05),
-            },
-        )
+            return cls(hf=1e-5, ort=1e-4, top1=0.99, tokens=0, variants=variant_tolerances(random_weights=True))
+        return cls(hf=1e-3, ort=1e-3, top1=0.99, tokens=0, variants=variant_tolerances(random_weights=False))
 
     def override(self, key: str, value: float) -> Tolerances:
         """A copy with one bound changed.

@@ -48,7 +48,7 @@ const ORT_URL = new URL("ort/", vendorURL).href;
 const ORT_BUNDLES = { webgpu: "ort.webgpu.min.mjs", wasm: "ort.wasm.min.mjs" };
 
 let ort = null;
-let model = null; // {session, config, backend, variant, threads, outputs, presentNames, kvOnGpu}
+let model = null; // {session, config, backend, variant, threads, outputs, inspect, presentNames, kvOnGpu}
 const stopped = new Set(); // ids of generations asked to stop
 
 function progress(stage, message, extra = {}) {
@@ -106,10 +106,10 @@ async function webgpuAdapter() {
 }
 
 async function pickBackend(requested, fallback) {
-  if (requested === "wasm") return { backend: "wasm", shaderF16: false };
+  if (requested === "wasm") return { backend: "wasm", gpuFeatures: [] };
   const adapter = await webgpuAdapter();
-  if (adapter) return { backend: "webgpu", shaderF16: adapter.features.has("shader-f16") };
-  if (fallback) return { backend: "wasm", shaderF16: false };
+  if (adapter) return { backend: "webgpu", gpuFeatures: [...adapter.features] };
+  if (fallback) return { backend: "wasm", gpuFeatures: [] };
   throw tagged("WebGPU was requested but this browser offers no WebGPU adapter; choose WASM instead.", "backend");
 }
 
@@ -214,7 +214,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     throw tagged(err.message, "input");
   }
   let { backend } = picked;
-  const { shaderF16 } = picked;
+  const { gpuFeatures } = picked;
   progress("runtime", "Loading onnxruntime-web…");
   const threads = threadCount(wanted);
   await importOrt(backend, threads, tuning);
@@ -235,7 +235,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
   /** Download and open the best variant for `target` that onnxruntime-web accepts. */
   const open = async (target) => {
     const where = target === "webgpu" ? "WebGPU" : "WASM";
-    const candidates = rankVariants(manifest, target, { variant: forced, shaderF16, needs });
+    const candidates = rankVariants(manifest, target, { variant: forced, gpuFeatures, needs });
     for (const candidate of candidates) {
       const { graph, data, index, packed } = variantFiles(candidate, { inspect: needs.includes(INSPECT) });
       const listed = index ? [graph, index, ...packed] : [graph, ...data];
@@ -293,7 +293,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     variant: variant.name,
     threads: backend === "wasm" ? threads : null,
     outputs: [...outputs],
-    inputs: new Set(session.inputNames || []),
+    inspect: needs.includes(INSPECT), // the load asked for the inspect graph: its probes are inputs
     presentNames,
     kvOnGpu: backend === "webgpu",
   };
@@ -313,9 +313,9 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     dtype: variant.dtype,
     threads: model.threads,
     crossOriginIsolated: self.crossOriginIsolated,
-    shaderF16,
+    gpuFeatures,
     config: manifest.config,
-    inspect: model.inputs.has("head_scale"),
+    inspect: model.inspect,
     randomWeights: manifest.random_weights === true,
     outputs: {
       attentions: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.attentions).length > 0,
@@ -398,7 +398,7 @@ function feedsFor(ids, pastLength, past) {
     feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [1, config.n_head, 0, headDim]);
   });
   // an inspect graph's probes, neutral: it then computes what the variant's graph computes
-  if (model.inputs.has("head_scale")) Object.assign(feeds, probeFeeds(config, T, {}, float32Tensor));
+  if (model.inspect) Object.assign(feeds, probeFeeds(config, T, {}, float32Tensor));
   return feeds;
 }
 
@@ -565,8 +565,8 @@ async function generate({ id, ids, options = {} }) {
  * {data, dims} without the batch axis; with `lastOnly`, "logits" is the last position's row.
  */
 async function inspect({ ids, probes = {}, want = [], lastOnly = false }) {
-  const { session, config, inputs, variant } = requireModel();
-  if (!inputs.has("head_scale")) {
+  const { session, config, variant } = requireModel();
+  if (!model.inspect) {
     throw tagged(`The ${variant} model was loaded without its inspect graph; load it with needs ["inspect"].`, "outputs");
   }
   checkPrompt(ids, config);

@@ -5,18 +5,18 @@
  *
  * A variant looks like
  *
- *   {"name": "q4", "dtype": "int4", "backends": ["webgpu", "wasm"],
+ *   {"name": "q4", "dtype": "int4", "backends": ["webgpu", "wasm"], "gpu_features": [],
  *    "outputs": ["logits", "present.0.key", ..., "attentions.0", ...],
  *    "files": [{"path": "q4/model.onnx", "bytes", "sha256", "role": "graph"},
  *              {"path": "q4/model.onnx.data.0", "bytes", "sha256", "role": "data"}, ...]}
  *
- * with exactly one graph file (a file without `role` is the graph: older manifests have
- * one single-file variant) and any number of data pieces. A compact variant (`q4x`) has
+ * with exactly one graph file and any number of data pieces. A compact variant (`q4x`) has
  * no data pieces; it lists `{"role": "index"}` (expand.json) and `{"role": "packed"}`
  * files instead, from which `expand.js` builds the pieces in the browser. The manifest
  * may also name `default_variants: {"webgpu": "...", "wasm": "..."}` and, per backend,
- * `variant_order`: the names in the order to try them (model_export/package.py
- * VARIANT_ORDER decides it, with the measurements behind it).
+ * `variant_order`: the names in the order to try them. A variant that needs WebGPU features
+ * (fp16: `shader-f16`) lists them as `gpu_features`. Every one of these facts comes from the
+ * variant's spec in model_export/variants.py, with the measurements behind the order.
  * @module variants
  */
 
@@ -58,12 +58,13 @@ export function outputsWithPrefix(names, prefix) {
  * first and falls back to the next when onnxruntime-web cannot create its session.
  * @param {object} manifest the parsed manifest.json
  * @param {"webgpu"|"wasm"} backend
- * @param {{variant?: string, shaderF16?: boolean, needs?: ("attentions"|"hiddenStates"|"inspect")[]}} [options]
- *   `variant` forces a name (then the list has just that one); `needs` keeps only
+ * @param {{variant?: string, gpuFeatures?: string[], needs?: ("attentions"|"hiddenStates"|"inspect")[]}} [options]
+ *   `variant` forces a name (then the list has just that one); `gpuFeatures` are the WebGPU
+ *   adapter's features (a variant that needs others is left out on WebGPU); `needs` keeps only
  *   variants that have those outputs (or, for "inspect", an inspect graph)
  * @returns {object[]} manifest variant entries
  */
-export function rankVariants(manifest, backend, { variant, shaderF16 = false, needs = [] } = {}) {
+export function rankVariants(manifest, backend, { variant, gpuFeatures = [], needs = [] } = {}) {
   const variants = manifest.variants || [];
   const has = (v) => needs.every((need) => meets(manifest, v, need));
   const where = backend === "webgpu" ? "WebGPU" : "WASM";
@@ -74,7 +75,8 @@ export function rankVariants(manifest, backend, { variant, shaderF16 = false, ne
     if (!has(found)) throw new Error(`The ${variant} variant lacks what this widget needs: ${needsInWords(needs)}. Choose another variant.`);
     return [found];
   }
-  const usable = variants.filter((v) => v.backends.includes(backend) && has(v) && (backend !== "webgpu" || v.name !== "fp16" || shaderF16));
+  const featured = (v) => backend !== "webgpu" || (v.gpu_features || []).every((f) => gpuFeatures.includes(f));
+  const usable = variants.filter((v) => v.backends.includes(backend) && has(v) && featured(v));
   if (usable.length === 0) {
     const what = needs.length ? ` with ${needsInWords(needs)}` : "";
     throw new Error(`The model has no variant${what} for ${where}.`);
@@ -91,14 +93,6 @@ export function rankVariants(manifest, backend, { variant, shaderF16 = false, ne
 }
 
 /**
- * Pick the variant to load: the first of `rankVariants`.
- * @returns {object} the manifest's variant entry
- */
-export function chooseVariant(manifest, backend, options = {}) {
-  return rankVariants(manifest, backend, options)[0];
-}
-
-/**
  * Split a variant's files into its graph and its external-data pieces.
  * Each piece gets `location`: its path relative to the graph's folder, which is the
  * name the graph's external-data entries use and what onnxruntime-web's `externalData`
@@ -110,7 +104,7 @@ export function chooseVariant(manifest, backend, options = {}) {
  * @returns {{graph: object, data: object[], index: object|null, packed: object[]}}
  */
 export function variantFiles(variant, { inspect = false } = {}) {
-  const graphs = variant.files.filter((f) => (f.role || "graph") === "graph");
+  const graphs = variant.files.filter((f) => f.role === "graph");
   if (graphs.length !== 1) throw new Error(`The ${variant.name} variant lists ${graphs.length} graph files; it needs exactly one.`);
   if (inspect && !isFileEntry(variant.inspect)) throw new Error(`The ${variant.name} variant has no inspect graph.`);
   const graph = inspect ? variant.inspect : graphs[0];
@@ -127,7 +121,7 @@ export function variantFiles(variant, { inspect = false } = {}) {
 /** Whether a manifest entry describes a file: path, size and sha256. */
 const isFileEntry = (f) => Boolean(f) && typeof f.path === "string" && Number.isInteger(f.bytes) && typeof f.sha256 === "string";
 
-/** The config numbers the runtime reads. */
+/** The config numbers the runtime reads: whole numbers, and the LayerNorms' epsilon. */
 const CONFIG_FIELDS = ["n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id"];
 
 /**
@@ -139,6 +133,8 @@ const CONFIG_FIELDS = ["n_layer", "n_head", "n_embd", "n_positions", "vocab_size
 export function missingManifestField(manifest) {
   if (!manifest || typeof manifest !== "object" || Array.isArray(manifest)) return "fields at all (it is not a JSON object)";
   for (const key of CONFIG_FIELDS) if (!Number.isInteger(manifest.config?.[key])) return `config.${key}`;
+  const eps = manifest.config.layer_norm_epsilon;
+  if (!(typeof eps === "number" && eps > 0 && Number.isFinite(eps))) return "config.layer_norm_epsilon";
   for (const key of ["vocab", "merges"]) if (!isFileEntry(manifest.tokenizer?.[key])) return `tokenizer.${key}`;
   if (!Array.isArray(manifest.variants) || manifest.variants.length === 0) return "variants";
   for (const [i, v] of manifest.variants.entries()) {

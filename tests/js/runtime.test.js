@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { Rng, MAX_SEED, randomSeed } from "../../site_src/runtime/rng.js";
-import { argmax, checkSampling, kthLargest, sampleToken, summarize } from "../../site_src/runtime/sampler.js";
+import { argmax, checkSampling, kthLargest, sampleToken, summarize, topIndices } from "../../site_src/runtime/sampler.js";
 import { topK } from "../../site_src/runtime/probs.js";
-import { chooseVariant, outputsWithPrefix, rankVariants, variantFiles, variantOutputs } from "../../site_src/runtime/variants.js";
+import { outputsWithPrefix, rankVariants, variantFiles, variantOutputs } from "../../site_src/runtime/variants.js";
 
 /** A deterministic pseudo-random logit vector (no dependence on the generator under test). */
 function logitsOf(V, scale, salt = 0) {
@@ -151,8 +151,8 @@ test("summarize and topK give the most likely tokens with softmax probabilities"
 const MANIFEST = {
   outputs: [{ name: "logits" }, { name: "present.0.key" }],
   variants: [
-    { name: "fp32", backends: ["webgpu", "wasm"], files: [{ path: "model.onnx", bytes: 1, sha256: "a" }] },
-    { name: "fp16", backends: ["webgpu"], files: [{ path: "fp16/model.onnx", bytes: 1, sha256: "b", role: "graph" }] },
+    { name: "fp32", backends: ["webgpu", "wasm"], files: [{ path: "model.onnx", bytes: 1, sha256: "a", role: "graph" }] },
+    { name: "fp16", backends: ["webgpu"], gpu_features: ["shader-f16"], files: [{ path: "fp16/model.onnx", bytes: 1, sha256: "b", role: "graph" }] },
     {
       name: "q4",
       backends: ["webgpu", "wasm"],
@@ -169,15 +169,15 @@ const MANIFEST = {
 };
 
 test("variant choice: the manifest's order (WebGPU q4, WASM q8), and its default wins", () => {
-  assert.equal(chooseVariant(MANIFEST, "webgpu").name, "q4");
-  assert.equal(chooseVariant(MANIFEST, "wasm").name, "q8");
+  assert.equal(rankVariants(MANIFEST, "webgpu")[0].name, "q4");
+  assert.equal(rankVariants(MANIFEST, "wasm")[0].name, "q8");
   const withDefaults = { ...MANIFEST, default_variants: { webgpu: "fp16", wasm: "fp32" } };
-  assert.equal(chooseVariant(withDefaults, "wasm").name, "fp32");
-  assert.equal(chooseVariant(withDefaults, "webgpu", { shaderF16: true }).name, "fp16");
-  assert.equal(chooseVariant(withDefaults, "webgpu", { shaderF16: false }).name, "q4", "fp16 needs shader-f16");
-  assert.equal(chooseVariant(MANIFEST, "wasm", { variant: "fp32" }).name, "fp32");
-  assert.throws(() => chooseVariant(MANIFEST, "wasm", { variant: "fp16" }), /does not run on WASM/);
-  assert.throws(() => chooseVariant(MANIFEST, "wasm", { variant: "int2" }), /no variant "int2"/);
+  assert.equal(rankVariants(withDefaults, "wasm")[0].name, "fp32");
+  assert.equal(rankVariants(withDefaults, "webgpu", { gpuFeatures: ["shader-f16", "timestamp-query"] })[0].name, "fp16");
+  assert.equal(rankVariants(withDefaults, "webgpu", { gpuFeatures: ["timestamp-query"] })[0].name, "q4", "fp16 needs shader-f16");
+  assert.equal(rankVariants(MANIFEST, "wasm", { variant: "fp32" })[0].name, "fp32");
+  assert.throws(() => rankVariants(MANIFEST, "wasm", { variant: "fp16" }), /does not run on WASM/);
+  assert.throws(() => rankVariants(MANIFEST, "wasm", { variant: "int2" }), /no variant "int2"/);
 });
 
 test("variants are ranked for fallback: default, the manifest's order, then manifest order", () => {
@@ -187,16 +187,16 @@ test("variants are ranked for fallback: default, the manifest's order, then mani
   assert.deepEqual(names(rankVariants({ ...MANIFEST, variant_order: { wasm: ["q4"] } }, "wasm")), ["q4", "fp32", "q8"]);
   assert.deepEqual(names(rankVariants(MANIFEST, "wasm")), ["q8", "fp32", "q4"]);
   assert.deepEqual(names(rankVariants(MANIFEST, "webgpu")), ["q4", "fp32"], "fp16 needs shader-f16");
-  assert.deepEqual(names(rankVariants(MANIFEST, "webgpu", { shaderF16: true })), ["q4", "fp16", "fp32"]);
+  assert.deepEqual(names(rankVariants(MANIFEST, "webgpu", { gpuFeatures: ["shader-f16", "timestamp-query"] })), ["q4", "fp16", "fp32"]);
   const withDefaults = { ...MANIFEST, default_variants: { wasm: "q4" } };
   assert.deepEqual(names(rankVariants(withDefaults, "wasm")), ["q4", "q8", "fp32"]);
   assert.deepEqual(names(rankVariants(MANIFEST, "wasm", { variant: "fp32" })), ["fp32"]);
 });
 
 test("variant choice honours the outputs a widget needs", () => {
-  assert.equal(chooseVariant(MANIFEST, "wasm", { needs: ["attentions"] }).name, "q4");
+  assert.equal(rankVariants(MANIFEST, "wasm", { needs: ["attentions"] })[0].name, "q4");
   assert.throws(
-    () => chooseVariant({ ...MANIFEST, variants: MANIFEST.variants.slice(0, 2) }, "wasm", { needs: ["attentions"] }),
+    () => rankVariants({ ...MANIFEST, variants: MANIFEST.variants.slice(0, 2) }, "wasm", { needs: ["attentions"] }),
     /no variant with attentions outputs for WASM/,
   );
   assert.deepEqual(variantOutputs(MANIFEST, MANIFEST.variants[0]), ["logits", "present.0.key"]);
@@ -244,7 +244,23 @@ test("variant files: a compact variant lists its index and packed files, no data
     variants: [...MANIFEST.variants, { ...compact, outputs: ["logits"] }],
     variant_order: { ...MANIFEST.variant_order, wasm: ["q4x", ...MANIFEST.variant_order.wasm] },
   };
-  assert.equal(chooseVariant(withCompact, "wasm").name, "q4x");
-  assert.equal(chooseVariant({ ...withCompact, variant_order: MANIFEST.variant_order }, "wasm").name, "q8");
-  assert.equal(chooseVariant(withCompact, "webgpu").name, "q4");
+  assert.equal(rankVariants(withCompact, "wasm")[0].name, "q4x");
+  assert.equal(rankVariants({ ...withCompact, variant_order: MANIFEST.variant_order }, "wasm")[0].name, "q8");
+  assert.equal(rankVariants(withCompact, "webgpu")[0].name, "q4");
+});
+
+test("topIndices and argmax: the largest first, the lowest index among ties, one row of a matrix", () => {
+  assert.deepEqual(topIndices([1, 3, 3, 2, 3], 2), [1, 2]);
+  assert.deepEqual(topIndices(Float32Array.from([0.5, -1, 7]), 5), [2, 0, 1]);
+  assert.deepEqual(topIndices([], 3), []);
+  let seed = 7;
+  const next = () => (seed = (seed * 16807) % 2147483647) / 2147483647;
+  for (let trial = 0; trial < 20; trial++) {
+    const values = Array.from({ length: 50 }, () => Math.round(next() * 8)); // many ties
+    const sorted = values.map((v, i) => i).sort((a, b) => values[b] - values[a] || a - b);
+    assert.deepEqual(topIndices(values, 10), sorted.slice(0, 10));
+    assert.equal(argmax(values), sorted[0]);
+  }
+  assert.equal(argmax([9, 1, 5, 5, 2, 0], 2, 3), 0, "row [5, 5, 2]: its first 5");
+  assert.equal(argmax([9, 1, 5, 5, 2, 7], 3, 3), 2, "row [5, 2, 7]");
 });

@@ -22,9 +22,9 @@ from model_export.cli import main
 from model_export.export import MIN_POSITIONS
 from model_export.gpt2 import GPT2
 from model_export.pipeline import BuildDir
-from model_export.quantize import VARIANTS as QUANTIZED
 from model_export.runtime import OrtGPT2, TorchGPT2, fit_greedy, greedy
 from model_export.validate import FLAT_SHARE, weights_verdict
+from model_export.variants import VARIANTS as QUANTIZED
 from model_export.weights import load_hf
 
 pytestmark = pytest.mark.slow  # exports ONNX graphs

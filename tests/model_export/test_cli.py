@@ -13,9 +13,9 @@ import pytest
 from export_helpers import NPM_DIR, run_model_export
 from model_export import hub
 from model_export.cli import main
-from model_export.quantize import VARIANTS
 from model_export.tokenizer import TokenizerError, find_tokenizer
 from model_export.validate import CheckResult, Tolerances, check, failures, format_table
+from model_export.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENIZER_FILES = {"vocab.json": "encoder.json", "merges.txt": "vocab.bpe"}

@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from model_export import layout, package
 from model_export.quantize import fold_transposed_weights, to_q4
+from model_export.variants import VARIANTS
 
 VOCAB, WIDTH = 300, 16
 
@@ -140,41 +141,35 @@ def test_variant_entry_and_layout_checks(tmp_path):
     assert package.file_mismatches(tmp_path, manifest) == ["q4/model.onnx.data.0: differs from the manifest"]
 
 
-def test_default_variants_follow_what_was_built(tmp_path):
-    def entry(name, backends):
-        return {"name": name, "backends": backends}
-
-    def manifest(variants):
+def test_default_variants_and_order_follow_the_specs_of_what_was_built(tmp_path):
+    def manifest(names):
         return package.build_manifest(
             name="m",
             source="preset:tiny",
             seed=0,
             random_weights=True,
-            config=dict.fromkeys(("n_layer", "n_head", "n_embd", "n_positions", "vocab_size", "eos_token_id"), 1),
+            config=dict.fromkeys(package.CONFIG_KEYS, 1),
             inputs=[],
             outputs=[],
-            variants=variants,
+            variants=[{"name": name, "backends": list(VARIANTS[name].backends)} for name in names],
             tokenizer={},
             validation=[],
             root=tmp_path,
         )
 
-    def defaults(variants):
-        return manifest(variants)["default_variants"]
+    def defaults(names):
+        return manifest(names)["default_variants"]
 
-    all_three = [entry("q4", ["webgpu", "wasm"]), entry("q8", ["wasm"]), entry("fp16", ["webgpu"])]
+    all_three = ["q4", "q8", "fp16"]
     assert defaults(all_three) == {"webgpu": "q4", "wasm": "q8"}
-    assert defaults([entry("fp16", ["webgpu"]), entry("q8", ["wasm"])]) == {"webgpu": "fp16", "wasm": "q8"}
-    assert defaults([entry("q4", ["webgpu", "wasm"])]) == {"webgpu": "q4", "wasm": "q4"}
-    every = [entry("q4x", ["wasm"]), *all_three]
-    assert defaults(every) == {"webgpu": "q4", "wasm": "q4x"}
-    assert defaults([entry("custom", ["wasm"]), entry("q4", ["webgpu", "wasm"])]) == {"webgpu": "q4", "wasm": "q4"}
-    # The whole order goes into the manifest: VARIANT_ORDER's names first, the others after, in manifest order.
-    order = manifest([entry("custom", ["wasm"]), *every, entry("other", ["wasm", "webgpu"])])["variant_order"]
-    assert order == {"webgpu": ["q4", "fp16", "other"], "wasm": ["q4x", "q8", "q4", "custom", "other"]}
+    assert defaults(["fp16", "q8"]) == {"webgpu": "fp16", "wasm": "q8"}
+    assert defaults(["q4"]) == {"webgpu": "q4", "wasm": "q4"}
+    assert defaults(["q4x", *all_three]) == {"webgpu": "q4", "wasm": "q4x"}
+    # The measured preferences (variants.py), whole, as the manifest carries them to the browser.
+    order = manifest(list(VARIANTS))["variant_order"]
+    assert order == {"wasm": ["q8x", "q4x", "q8", "q4"], "webgpu": ["q4", "fp16"]}
     for backend, names in order.items():
-        preferred = [n for n in package.VARIANT_ORDER[backend] if n in names]
-        assert names[: len(preferred)] == preferred
+        assert names == sorted((n for n, spec in VARIANTS.items() if backend in spec.ranks), key=lambda n: VARIANTS[n].ranks[backend])
 
 
 def test_json_is_written_atomically_and_strictly(tmp_path):

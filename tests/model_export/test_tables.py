@@ -197,7 +197,7 @@ def test_the_packaged_tables_are_these_and_the_manifest_lists_them(written):
 
 @needs_model
 def test_tables_command_brings_an_older_build_up_to_date(tmp_path, capsys):
-    """`model-export tables` on a build made before the stage: writes tables/ and lists it in the manifest."""
+    """`model-export tables` on a build without them: writes tables/ and lists it in the manifest."""
     copy = tmp_path / "tiny"
     shutil.copytree(MODEL, copy, ignore=shutil.ignore_patterns("*-expanded.onnx"))
     shutil.rmtree(copy / TABLES_DIR)

@@ -19,8 +19,8 @@ import pytest
 from model_export.cli import main
 from model_export.gpt2 import GPT2
 from model_export.layout import expanded_name
-from model_export.quantize import VARIANTS
 from model_export.runtime import OrtGPT2, TorchGPT2, empty_past, greedy, positions_from_mask
+from model_export.variants import VARIANTS
 from model_export.weights import load_hf
 
 pytestmark = pytest.mark.slow  # exports an ONNX graph
@@ -168,9 +168,10 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         "q8x": ("int8", ["wasm"]),
     }
     for variant in manifest["variants"]:
-        optional = {"inspect"} if variant["name"] != "fp16" else set()  # probes.py: the graph with probes, beside it
+        optional = {"inspect"} if variant["name"] != "fp16" else {"gpu_features"}  # probes.py: the graph with probes, beside it
         assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes"} | optional
-        if optional:
+        assert variant.get("gpu_features", []) == list(VARIANTS[variant["name"]].gpu_features) == (["shader-f16"] if variant["name"] == "fp16" else [])
+        if "inspect" in optional:
             assert variant["inspect"]["path"] == f"{variant['name']}/inspect.onnx" and variant["inspect"]["role"] == "graph"
             assert variant["bytes"] == sum(f["bytes"] for f in variant["files"])  # the download size of the plain graph's load
         assert (variant["dtype"], variant["backends"]) == expected[variant["name"]]
@@ -202,6 +203,7 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         assert variant["validation"]["passed"] is True
         assert {"kl", "top1", "top5", "ppl_ratio", "cache_kl"} <= set(variant["validation"])
     assert manifest["default_variants"] == {"webgpu": "q4", "wasm": "q8x"}
+    assert manifest["variant_order"] == {"webgpu": ["q4", "fp16"], "wasm": ["q8x", "q4x", "q8", "q4"]}
 
 
 def test_tiny_has_single_file_pieced_and_compact_variants(manifest):
@@ -220,7 +222,8 @@ def test_tiny_has_single_file_pieced_and_compact_variants(manifest):
 def test_manifest_keeps_config_inputs_outputs_tokenizer(manifest):
     assert manifest["name"] == "tiny" and manifest["source"] == "preset:tiny" and manifest["seed"] == 0
     assert manifest["random_weights"] is True
-    assert manifest["config"] == {"n_layer": 2, "n_head": 4, "n_embd": 64, "n_positions": 1024, "vocab_size": VOCAB, "eos_token_id": 50256}
+    sizes = {"n_layer": 2, "n_head": 4, "n_embd": 64, "n_positions": 1024, "vocab_size": VOCAB}
+    assert manifest["config"] == {**sizes, "layer_norm_epsilon": 1e-5, "eos_token_id": 50256}
     assert [i["name"] for i in manifest["inputs"]][:3] == ["input_ids", "attention_mask", "position_ids"]
     assert manifest["outputs"][0] == {"name": "logits", "dtype": "float32", "shape": ["batch_size", "sequence_length", VOCAB]}
     outputs = {o["name"]: o for o in manifest["outputs"]}

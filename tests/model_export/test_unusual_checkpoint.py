@@ -15,7 +15,7 @@ import pytest
 
 from export_helpers import NPM_DIR, save_checkpoint
 from model_export.cli import main
-from model_export.quantize import VARIANTS
+from model_export.variants import VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +36,8 @@ def build(checkpoint, tmp_path_factory):
 @pytest.mark.slow
 def test_non_default_shape_end_to_end(build, checkpoint):
     manifest = json.loads((build / "manifest.json").read_text())
-    assert manifest["config"] == {"n_layer": 3, "n_head": 6, "n_embd": 96, "n_positions": 128, "vocab_size": 50257, "eos_token_id": 50256}
+    sizes = {"n_layer": 3, "n_head": 6, "n_embd": 96, "n_positions": 128, "vocab_size": 50257}
+    assert manifest["config"] == {**sizes, "layer_norm_epsilon": 1e-5, "eos_token_id": 50256}
     assert manifest["source"] == str(checkpoint.resolve())
     assert manifest["random_weights"] is True  # a random initialisation, recognised from its weights
     assert [v["name"] for v in manifest["variants"]] == list(VARIANTS)

@@ -28,9 +28,8 @@ from demos.sampling import next_token_distribution
 from demos.size import presets as size_presets
 from model_export.gpt2 import GPT2Config
 from model_export.layout import PIECE_BYTES
-from model_export.package import VARIANT_ORDER
-from model_export.quantize import VARIANTS
 from model_export.tables import PARITY_IDS
+from model_export.variants import VARIANTS, variant_order
 from sitebuild import figure_hook
 from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling
 
@@ -318,7 +317,9 @@ def check_export_pipeline(root):
     assert {"q4", "q8", "fp16", "q4x", "q8x"} == set(VARIANTS)
     assert int(all_with(root, "data-piece-bytes")[0].get("data-piece-bytes")) == PIECE_BYTES == 40_000_000  # the page's 40 MB
     orders = {e.get("data-backend"): tuple(e.get("data-order").split()) for e in all_with(root, "data-backend")}
-    assert orders == {backend: tuple(v for v in order if v != "fp32") for backend, order in VARIANT_ORDER.items()}  # fp32 is not served
+    assert orders == {backend: tuple(names) for backend, names in variant_order(list(VARIANTS)).items()}  # the manifest's order
+    for backend, names in orders.items():  # only what runs there
+        assert all(backend in VARIANTS[name].backends for name in names)
     assert [e.get("data-step") for e in all_with(root, "data-step")] == ["build", "validate", "tables", "probes", "package", "report", "site"]
 
 

@@ -196,12 +196,11 @@ def context_window():
 def export_pipeline():
     """model_export's steps: build fp32, quantize the variants, validate, tables, probes, package in pieces, report, serve."""
     from model_export.layout import PIECE_BYTES
-    from model_export.package import VARIANT_ORDER
-    from model_export.quantize import VARIANTS
+    from model_export.variants import VARIANTS, variant_order
 
     names = list(VARIANTS)
-    # what the browser tries, per backend: the preference order, less what the exporter does not serve (fp32)
-    served = {backend: [v for v in order if v in VARIANTS] for backend, order in VARIANT_ORDER.items()}
+    order = variant_order(names)  # what the browser tries, per backend, as the manifest says
+    served = {backend: order[backend] for backend in ("webgpu", "wasm")}
     mb = PIECE_BYTES / 1e6
     s = Svg(360, 468)
     x, w, lx = 72, 282, 6
@@ -249,7 +248,7 @@ def export_pipeline():
         f"the variants in order, on WebGPU {', '.join(served['webgpu'])}, on WebAssembly {', '.join(served['wasm'])}."
     )
     caption = (
-        f"The export pipeline (model_export): variant names from quantize.VARIANTS, the {mb:g} MB piece limit from "
-        "layout.PIECE_BYTES, the browser's order of preference from package.VARIANT_ORDER (less fp32, which is not served)."
+        f"The export pipeline (model_export): variant names and the browser's order of preference on each backend from "
+        f"variants.VARIANTS, the {mb:g} MB piece limit from layout.PIECE_BYTES."
     )
     return s.render("export-pipeline", alt, {"variants": " ".join(names)}), alt, caption
