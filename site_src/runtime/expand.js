@@ -18,6 +18,8 @@
  */
 
 export const FORMAT = "tx-compact-1";
+/** A chunk's encoding for 4-bit codes in blocks, then their float16 scales (model_export/compact.py). */
+export const Q4_ENCODING = "q4";
 
 let halfTable = null;
 
@@ -66,8 +68,8 @@ export function checkChunks(index, pieces) {
     const target = index.targets[chunk.target];
     if (!piece || !target) throw new Error(`The ${where} refers to a missing file.`);
     if (chunk.start + chunk.bytes > piece.byteLength) throw new Error(`The ${where} runs past the end of ${index.pieces[chunk.piece]}.`);
-    const length = chunk.encoding === "q4" ? chunk.elements * 4 : chunk.bytes;
-    if (chunk.encoding === "q4") {
+    const length = chunk.encoding === Q4_ENCODING ? chunk.elements * 4 : chunk.bytes;
+    if (chunk.encoding === Q4_ENCODING) {
       if (chunk.elements % block || chunk.bytes !== chunk.elements / 2 + (chunk.elements / block) * 2) {
         throw new Error(`The ${where} has ${chunk.bytes} bytes for ${chunk.elements} elements.`);
       }
@@ -119,7 +121,7 @@ export function expandWeights(index, pieces, onProgress = () => {}) {
     const piece = pieces[chunk.piece];
     const source = piece.subarray(chunk.start, chunk.start + chunk.bytes);
     const target = targets.get(index.targets[chunk.target].name);
-    if (chunk.encoding === "q4") {
+    if (chunk.encoding === Q4_ENCODING) {
       expandQ4(source, chunk.elements, index.block, new Float32Array(target.buffer, target.byteOffset + chunk.offset, chunk.elements));
       done += chunk.elements * 4;
     } else {

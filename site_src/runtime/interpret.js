@@ -14,6 +14,7 @@
  * @module interpret
  */
 import { Rng } from "./rng.js";
+import { argmax, topIndices } from "./sampler.js";
 
 /** Softmax of `logits[offset .. offset + n)` as a Float64Array (n defaults to the rest). */
 export function softmax(logits, offset = 0, n = logits.length - offset) {
@@ -33,24 +34,9 @@ export function klDivergence(p, q) {
   return Math.max(0, kl);
 }
 
-/** Index of the largest value. */
-export function argmax(values, offset = 0, n = values.length - offset) {
-  let best = 0;
-  for (let i = 1; i < n; i++) if (values[offset + i] > values[offset + best]) best = i;
-  return best;
-}
-
-/** The k largest of `probs` as [{id, prob}], largest first. */
+/** The k largest of `probs` as [{id, prob}], largest first (the lowest id first among ties). */
 export function topProbs(probs, k) {
-  const ids = [];
-  for (let i = 0; i < probs.length; i++) {
-    if (ids.length < k || probs[i] > probs[ids[ids.length - 1]]) {
-      ids.push(i);
-      ids.sort((a, b) => probs[b] - probs[a]);
-      if (ids.length > k) ids.pop();
-    }
-  }
-  return ids.map((id) => ({ id, prob: probs[id] }));
+  return topIndices(probs, k).map((id) => ({ id, prob: probs[id] }));
 }
 
 /** 1-based rank of `id` in `probs` (1 = most likely). */
@@ -73,8 +59,8 @@ function aborted() {
 }
 
 const sizes = (model) => {
-  const { n_layer: L, n_head: nh, n_embd: C, vocab_size: V } = model.info.config;
-  return { L, nh, C, V, hd: C / nh };
+  const { n_layer: L, n_head: nh, n_embd: C, vocab_size: V, layer_norm_epsilon: eps } = model.info.config;
+  return { L, nh, C, V, hd: C / nh, eps };
 };
 const names = (prefix, n) => Array.from({ length: n }, (_, i) => `${prefix}.${i}`);
 
@@ -299,7 +285,7 @@ export async function induction(model, ids, half) {
  *   logit less the parts: the final LayerNorm bias's share
  */
 export async function logitAttribution(model, ids, token) {
-  const { L, nh, C, V, hd } = sizes(model);
+  const { L, nh, C, V, hd, eps } = sizes(model);
   const T = ids.length;
   const clean = await model.inspect(ids, {
     want: ["logits", `hidden_states.0`, `hidden_states.${L}`, ...names("head_outputs", L), ...names("mlp_outputs", L)],
@@ -328,7 +314,7 @@ export async function logitAttribution(model, ids, token) {
   // centre each part and divide by the final stream's σ; each row at full scale for the int8 graphs
   const final = last(clean[`hidden_states.${L}`]);
   const mean = final.reduce((s, v) => s + v, 0) / C;
-  const sigma = Math.sqrt(final.reduce((s, v) => s + (v - mean) ** 2, 0) / C + 1e-5);
+  const sigma = Math.sqrt(final.reduce((s, v) => s + (v - mean) ** 2, 0) / C + eps);
   const rows = new Float32Array(components.length * C);
   const scales = components.map((c, r) => {
     const m = c.reduce((s, v) => s + v, 0) / C;

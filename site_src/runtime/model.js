@@ -198,11 +198,6 @@ class ModelHandle {
     return (await this.channel.call({ type: "inspect", ids, probes, want, lastOnly }).promise).outputs;
   }
 
-  /** Logits over the vocabulary for the token after `ids` (Float32Array). */
-  async lastLogits(ids) {
-    return (await this.forward(ids)).logits;
-  }
-
   /**
    * Generate a continuation, streamed token by token.
    * @param {string|number[]} prompt text (or token ids); an empty prompt starts from <|endoftext|>
@@ -350,17 +345,12 @@ async function autoBackend() {
   return adapter ? { backend: "webgpu", note: "" } : { backend: "wasm", note: "This browser offers no WebGPU adapter, so the model runs on the CPU (WASM)." };
 }
 
-/** "webgpu" when this browser offers a WebGPU adapter, else "wasm". */
-export async function bestBackend() {
-  return (await autoBackend()).backend;
-}
-
 /**
  * Load a model (once per model, backend, variant and thread count) with its tokenizer.
  * @param {object} [options]
  * @param {string} [options.model] a model name under models/ (default: the site's default)
  * @param {"auto"|"webgpu"|"wasm"} [options.backend="auto"] auto: WebGPU when an adapter exists, else WASM
- * @param {string} [options.variant] force a variant ("fp32", "q8", "q4", ...); default: the best for the backend
+ * @param {string} [options.variant] force a variant by its name in the manifest; default: the best for the backend
  * @param {number} [options.threads] WASM threads (default min(4, cores); 1 without cross-origin isolation)
  * @param {("attentions"|"hiddenStates"|"inspect")[]} [options.needs] only variants with these outputs;
  *   "inspect": load the variant's inspect graph (same weights, with probes) for `model.inspect`

@@ -14,7 +14,7 @@
  */
 import { fetchVerified } from "./download.js";
 import { notSavedOfflineMessage } from "./errors.js";
-import { checkIndex, expandQ4 } from "./expand.js";
+import { Q4_ENCODING, checkIndex, expandQ4 } from "./expand.js";
 import { keepModelFiles, notSavedOffline } from "./offline-use.js";
 import { variantFiles } from "./variants.js";
 
@@ -101,7 +101,7 @@ export class PackedVariant {
   size(name) {
     const chunks = this.chunksOf(name);
     const last = chunks[chunks.length - 1];
-    return last.first + (last.encoding === "q4" ? last.elements : last.bytes / 4);
+    return last.first + (last.encoding === Q4_ENCODING ? last.elements : last.bytes / 4);
   }
 
   /** The chunks of a tensor, in order. */
@@ -154,13 +154,13 @@ export class PackedVariant {
     const out = new Float32Array(count);
     const { block } = this.index;
     for (const chunk of this.chunksOf(name)) {
-      const length = chunk.encoding === "q4" ? chunk.elements : chunk.bytes / 4;
+      const length = chunk.encoding === Q4_ENCODING ? chunk.elements : chunk.bytes / 4;
       const a = Math.max(first, chunk.first),
         b = Math.min(first + count, chunk.first + length);
       if (a >= b) continue;
       const source = bytes.get(chunk);
       const into = out.subarray(a - first, b - first);
-      if (chunk.encoding === "q4") {
+      if (chunk.encoding === Q4_ENCODING) {
         if ((a - chunk.first) % block || (b - a) % block) throw new Error(`Elements ${a}…${b} of ${name} do not fall on ${block}-element blocks.`);
         expandQ4(source, chunk.elements, block, into, (a - chunk.first) / block, (b - a) / block);
       } else {

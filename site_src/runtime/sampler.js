@@ -44,10 +44,38 @@ export function checkSampling(options = {}, vocabSize = Infinity) {
   return { temperature, topK, topP };
 }
 
-/** Index of the largest value; the lowest index among ties. */
-export function argmax(values) {
+/**
+ * Index of the largest value; the lowest index among ties. With `offset` and `n`, of the
+ * largest among values[offset .. offset + n), counted from `offset` (one row of a matrix).
+ * @param {ArrayLike<number>} values
+ * @param {number} [offset]
+ * @param {number} [n]
+ */
+export function argmax(values, offset = 0, n = values.length - offset) {
   let best = 0;
-  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
+  for (let i = 1; i < n; i++) if (values[offset + i] > values[offset + best]) best = i;
+  return best;
+}
+
+/**
+ * The indices of the k largest values, largest first; the lowest index first among ties.
+ * One pass, keeping the best k in a small sorted array (k is small beside the vocabulary).
+ * @param {ArrayLike<number>} values
+ * @param {number} k
+ * @returns {number[]}
+ */
+export function topIndices(values, k) {
+  const best = [];
+  const better = (a, b) => values[a] > values[b] || (values[a] === values[b] && a < b);
+  for (let i = 0; i < values.length; i++) {
+    if (best.length === k && !better(i, best[k - 1])) continue;
+    let j = best.length < k ? best.length : k - 1;
+    while (j > 0 && better(i, best[j - 1])) {
+      best[j] = best[j - 1];
+      j--;
+    }
+    best[j] = i;
+  }
   return best;
 }
 
@@ -177,18 +205,6 @@ export function summarize(logits, n) {
   for (let i = 0; i < V; i++) if (logits[i] > max) max = logits[i];
   let sum = 0;
   for (let i = 0; i < V; i++) sum += Math.exp(logits[i] - max);
-  // Keep the n best ids in a small array sorted best-first (insertion into n slots).
-  const best = [];
-  const better = (a, b) => logits[a] > logits[b] || (logits[a] === logits[b] && a < b);
-  for (let i = 0; i < V; i++) {
-    if (best.length === n && !better(i, best[n - 1])) continue;
-    let j = best.length < n ? best.length : n - 1;
-    while (j > 0 && better(i, best[j - 1])) {
-      best[j] = best[j - 1];
-      j--;
-    }
-    best[j] = i;
-  }
   const prob = (id) => Math.exp(logits[id] - max) / sum;
-  return { prob, top: best.map((id) => ({ id, prob: prob(id) })) };
+  return { prob, top: topIndices(logits, n).map((id) => ({ id, prob: prob(id) })) };
 }

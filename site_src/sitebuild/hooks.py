@@ -63,7 +63,7 @@ def check_model(model_dir: Path, manifest: dict, name: str) -> None:
     if not manifest.get("tables"):
         raise PluginError(
             f"{where}/{TABLES_DIR}/ is missing: the pipeline figures' weight index and parity logits, "
-            f"which `model-export` writes since its `tables` stage (an older build). Run "
+            f"which `model-export all` writes in its `tables` stage. Run "
             f"`make model MODEL={name}`, or add just them: `.venv/bin/model-export tables --out {where}`"
         )
     missing = [f["path"] for f in listed_files(manifest) if not (model_dir / f["path"]).is_file()]

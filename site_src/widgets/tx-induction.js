@@ -13,7 +13,8 @@
  *   variant   a weight variant of the model; default: the best for the backend
  */
 import { MAX_SEED } from "../runtime/rng.js";
-import { argmax, induction, repeatedTokens } from "../runtime/interpret.js";
+import { induction, repeatedTokens } from "../runtime/interpret.js";
+import { argmax } from "../runtime/sampler.js";
 import { gridHTML, headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
 import { heatmap, showCellValues } from "./pipeline/figures.js";

@@ -12,7 +12,8 @@
  *   model     a model name under models/ (default: the site's default model)
  *   variant   a weight variant of the model; default: the best for the backend
  */
-import { argmax, logitLens, rankOf, topProbs } from "../runtime/interpret.js";
+import { logitLens, rankOf, topProbs } from "../runtime/interpret.js";
+import { argmax } from "../runtime/sampler.js";
 import { escapeHtml, formatProb } from "./base.js";
 import { gridHTML, onCellPick } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";

@@ -17,12 +17,12 @@ const TOP = 10;
 
 class TxStageLogits extends PipelineStage {
   async draw({ model, ids, run }) {
-    const { n_embd: C, n_layer: L, vocab_size: V } = model.info.config;
+    const { n_embd: C, n_layer: L, vocab_size: V, layer_norm_epsilon: eps } = model.info.config;
     const T = ids.length;
     const top = topK(run.logits, TOP);
     const w = await readWeights(model, ["wte", "ln_f.weight", "ln_f.bias"], { wte: top.map(({ id }) => id) }); // wte (TOP, C)
     const last = run.hidden[L].subarray((T - 1) * C, T * C);
-    const h = layerNorm(last, 1, C, w["ln_f.weight"], w["ln_f.bias"]);
+    const h = layerNorm(last, 1, C, w["ln_f.weight"], w["ln_f.bias"], eps);
     const rows = top
       .map(({ id }, k) => {
         const row = w.wte.subarray(k * C, (k + 1) * C);

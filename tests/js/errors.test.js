@@ -100,7 +100,7 @@ test("limits: defaults, and a page may lower them through TX_LIMITS", () => {
 test("missingManifestField names the first field the runtime cannot do without", () => {
   const file = { path: "q4/model.onnx", bytes: 10, sha256: "ab" };
   const good = {
-    config: { n_layer: 2, n_head: 4, n_embd: 64, n_positions: 1024, vocab_size: 50257, eos_token_id: 50256 },
+    config: { n_layer: 2, n_head: 4, n_embd: 64, n_positions: 1024, vocab_size: 50257, layer_norm_epsilon: 1e-5, eos_token_id: 50256 },
     tokenizer: { vocab: { ...file, path: "vocab.json" }, merges: { ...file, path: "merges.txt" } },
     variants: [{ name: "q4", backends: ["wasm"], files: [file] }],
   };
@@ -113,6 +113,14 @@ test("missingManifestField names the first field the runtime cannot do without",
   assert.equal(
     without((m) => delete m.config.n_layer),
     "config.n_layer",
+  );
+  assert.equal(
+    without((m) => delete m.config.layer_norm_epsilon),
+    "config.layer_norm_epsilon",
+  );
+  assert.equal(
+    without((m) => (m.config.layer_norm_epsilon = "1e-5")),
+    "config.layer_norm_epsilon",
   );
   assert.equal(
     without((m) => delete m.tokenizer.merges.sha256),

@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { argmax, checkPair, klDivergence, rankOf, repeatedTokens, restored, softmax, topProbs } from "../../site_src/runtime/interpret.js";
+import { checkPair, klDivergence, rankOf, repeatedTokens, restored, softmax, topProbs } from "../../site_src/runtime/interpret.js";
+import { argmax } from "../../site_src/runtime/sampler.js";
 import { probeFeeds, probeShapes } from "../../site_src/runtime/probe-feeds.js";
 import { Rng } from "../../site_src/runtime/rng.js";
 

@@ -14,14 +14,14 @@ import { blockWeights } from "./weights.js";
  * the model's own input to that block (hidden_states[layer]): the tensors of `traceBlock`
  * (x, ln1, qkv, q/k/v, heads, merged, attnOut, mid, ln2, fc, act, mlpOut, next) and
  * nextModel (T,C), the model's hidden_states[layer + 1].
- * @param {{info: {config: {n_embd: number, n_head: number}}}} model
+ * @param {{info: {config: {n_embd: number, n_head: number, layer_norm_epsilon: number}}}} model
  * @param {{T: number, hidden: Float32Array[], attn: Float32Array[]}} run from `runForward`
  * @param {number} layer
  */
 export async function blockTrace(model, run, layer) {
-  const { n_embd: C, n_head: H } = model.info.config;
+  const { n_embd: C, n_head: H, layer_norm_epsilon: eps } = model.info.config;
   const w = await blockWeights(model, layer);
-  const trace = traceBlock(run.hidden[layer], w, run.attn[layer], { T: run.T, C, H });
+  const trace = traceBlock(run.hidden[layer], w, run.attn[layer], { T: run.T, C, H, eps });
   return { ...trace, nextModel: run.hidden[layer + 1] };
 }
 

@@ -17,10 +17,10 @@
  * @param {number} C
  * @param {Float32Array} weight (C,)
  * @param {Float32Array} bias (C,)
- * @param {number} [eps]
+ * @param {number} eps the model's `layer_norm_epsilon` (its manifest's config)
  * @returns {Float32Array} (T, C)
  */
-export function layerNorm(x, T, C, weight, bias, eps = 1e-5) {
+export function layerNorm(x, T, C, weight, bias, eps) {
   const out = new Float32Array(T * C);
   for (let t = 0; t < T; t++) {
     let mean = 0;
@@ -144,11 +144,11 @@ export function slice2d(x, T, C, c0 = 0, c1 = C) {
  * @param {Object<string, Float32Array>} w the block's weights by role without the
  *   "blocks.{layer}." prefix: "ln_1.weight", "attn.c_attn.weight" (C, 3C), ...
  * @param {Float32Array} probsAll (H, T, T): the attention probabilities
- * @param {{T: number, C: number, H: number}} dims
+ * @param {{T: number, C: number, H: number, eps: number}} dims (eps: the LayerNorms' epsilon)
  */
-export function traceBlock(x, w, probsAll, { T, C, H }) {
+export function traceBlock(x, w, probsAll, { T, C, H, eps }) {
   const hd = C / H;
-  const ln1 = layerNorm(x, T, C, w["ln_1.weight"], w["ln_1.bias"]);
+  const ln1 = layerNorm(x, T, C, w["ln_1.weight"], w["ln_1.bias"], eps);
   const qkv = linear(ln1, T, w["attn.c_attn.weight"], w["attn.c_attn.bias"]); // (T, 3C)
   const part = (k) => {
     const out = new Float32Array(T * C);
@@ -187,7 +187,7 @@ export function traceBlock(x, w, probsAll, { T, C, H }) {
   }
   const attnOut = linear(merged, T, w["attn.c_proj.weight"], w["attn.c_proj.bias"]);
   const mid = add(x, attnOut);
-  const ln2 = layerNorm(mid, T, C, w["ln_2.weight"], w["ln_2.bias"]);
+  const ln2 = layerNorm(mid, T, C, w["ln_2.weight"], w["ln_2.bias"], eps);
   const fc = linear(ln2, T, w["mlp.c_fc.weight"], w["mlp.c_fc.bias"]); // (T, 4C)
   const act = gelu(fc);
   const mlpOut = linear(act, T, w["mlp.c_proj.weight"], w["mlp.c_proj.bias"]);

@@ -54,7 +54,7 @@ export async function fetchChecked(model, entry) {
 async function weightSource(model) {
   const { weights } = await tableIndex(model);
   if (!weights?.variant)
-    throw new Error(`The figures cannot read the weights: ${weights?.missing ?? "tables/index.json is from an older build; reload the page"}.`);
+    throw new Error(`The figures cannot read the weights: ${weights?.missing ?? "tables/index.json names no packed variant; reload the page"}.`);
   const packed = await openPacked(new URL(`${model.info.name}/manifest.json`, modelsURL).href, weights.variant);
   return { variant: weights.variant, tensors: weights.tensors, packed };
 }
