@@ -37,8 +37,6 @@ VENV_STAMP := $(VENV)/.installed
 NPM_STAMP  := node_modules/.installed
 VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
-TABLES     := $(MODEL_DIR)/tables/index.json
-INSPECT    := $(MODEL_DIR)/.build/reference-inspect.onnx
 
 .PHONY: help serve test test-fast test-durations test-ready lint format site setup assets model browser pyodide-wheels clean check-budgets
 
@@ -116,21 +114,13 @@ assets: $(VENDOR)
 $(VENDOR): site_src/sitebuild/assets.py package-lock.json | setup
 	$(PY) -m sitebuild.assets
 
-# Export, quantize, validate, write the pipeline figures' tables, package and report; a
-# failed validation leaves no manifest, so the site is not built from unchecked files and
-# the next run retries. A model exported before the tables or probes stage existed gets just
-# its tables (the site build copies them, and stops without them) or its inspect graphs.
-model: $(MANIFEST) $(TABLES) $(INSPECT)
+# Export, quantize, validate, write the pipeline figures' tables and the inspect graphs,
+# package and report (`model-export all`); a failed validation leaves no manifest, so the site
+# is not built from unchecked files and the next run retries. Any change to the exporter
+# rebuilds the model.
+model: $(MANIFEST)
 $(MANIFEST): $(wildcard model_export/*.py model_export/data/*) | setup
 	$(VENV)/bin/model-export all $(MODEL_FROM) --out $(MODEL_DIR) || { rm -f $(MANIFEST); exit 1; }
-# `all` writes both, but make may have looked for them before it ran (it caches what a folder
-# held), hence the test. One after the other: both stages rewrite the build record and the
-# manifest, and side by side (make -j2) one lost the other's entry (the site then stopped: "tables/
-# is missing").
-$(TABLES): | $(MANIFEST)
-	test -f $@ || $(VENV)/bin/model-export tables --out $(MODEL_DIR)
-$(INSPECT): | $(MANIFEST) $(TABLES)
-	test -f $@ || $(VENV)/bin/model-export probes --out $(MODEL_DIR)
 
 site: setup assets model
 	$(VENV)/bin/mkdocs build --strict --quiet --site-dir $(SITE_DIR)

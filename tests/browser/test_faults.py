@@ -22,7 +22,7 @@ import pytest
 
 from demos import positional, rope, sampling, size
 from faults import SITE, FileFault, manifest, model_dir, model_file_urls
-from test_generate_reference import OrtGPT2, graph_path
+from generate_reference import ServedGraph, graph_path
 from widget_checks import wait_state
 
 pytestmark = pytest.mark.browser
@@ -279,7 +279,7 @@ def test_worker_script_missing(page, which):
 # ---------------------------------------------------------------- model widgets
 
 
-_sessions: dict[str, OrtGPT2] = {}
+_sessions: dict[str, ServedGraph] = {}
 
 
 def next_token_is_correct(widget):
@@ -288,7 +288,7 @@ def next_token_is_correct(widget):
     ids = [int(t.split()[1]) for t in widget.locator(".tokens .token").evaluate_all("ts => ts.map(t => t.title)")]
     variant = widget.get_attribute("data-variant")
     if variant not in _sessions:
-        _sessions[variant] = OrtGPT2(graph_path(model_dir(), manifest(), variant), manifest()["config"])
+        _sessions[variant] = ServedGraph(graph_path(model_dir(), manifest(), variant), manifest()["config"])
     logits = _sessions[variant].logits(ids)[-1].astype(np.float64)
     probs = np.exp(logits - logits.max())
     probs /= probs.sum()
@@ -310,7 +310,7 @@ def stage_logits_is_correct(widget):
     )
     variant = widget.get_attribute("data-variant")
     if variant not in _sessions:
-        _sessions[variant] = OrtGPT2(graph_path(model_dir(), manifest(), variant), manifest()["config"])
+        _sessions[variant] = ServedGraph(graph_path(model_dir(), manifest(), variant), manifest()["config"])
     last = _sessions[variant].logits(ids)[-1]
     rows = widget.locator("tr[data-id]")
     shown = [int(x) for x in rows.evaluate_all("rs => rs.map(r => r.dataset.id)")]

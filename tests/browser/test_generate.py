@@ -1,6 +1,6 @@
 """<tx-generate> streams the same tokens as the Python reference of the same loop.
 
-The reference (tests/browser/test_generate_reference.py) runs the served ONNX graph in
+The reference (tests/browser/generate_reference.py) runs the served ONNX graph in
 onnxruntime with a KV cache and the same seeded generator and sampler, so greedy and
 seeded sampled continuations must agree token for token, with the same probabilities.
 The reader's controls are used as a reader would: fields, buttons, keyboard. The exact
@@ -14,8 +14,8 @@ import json
 
 import pytest
 
+from generate_reference import ServedGraph, exact_variant, graph_path
 from served import manifest, model_dir
-from test_generate_reference import OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
 
@@ -30,14 +30,14 @@ def tokenizer():
     return GPT2TokenizerFast.from_pretrained(model_dir())
 
 
-_references: dict[str, OrtGPT2] = {}
+_references: dict[str, ServedGraph] = {}
 PAGE_WIDGET = "tx-generate"
 EXACT_WIDGET = "tx-generate#exact"
 
 
-def reference(variant_name: str) -> OrtGPT2:
+def reference(variant_name: str) -> ServedGraph:
     if variant_name not in _references:
-        _references[variant_name] = OrtGPT2(graph_path(model_dir(), manifest(), variant_name), manifest()["config"])
+        _references[variant_name] = ServedGraph(graph_path(model_dir(), manifest(), variant_name), manifest()["config"])
     return _references[variant_name]
 
 

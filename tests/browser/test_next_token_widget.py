@@ -2,15 +2,15 @@
 
 The comparisons run on a widget added to the page with a `variant` attribute naming a
 variant that onnxruntime reproduces to ~1e-6 (fp32 or q4; see EXACT_VARIANTS in
-test_generate_reference.py): q8's logits differ by ~1e-2 between WASM and x86, enough
+generate_reference.py): q8's logits differ by ~1e-2 between WASM and x86, enough
 to reorder a random-weight model's nearly tied top ten.
 """
 
 import numpy as np
 import pytest
 
+from generate_reference import ServedGraph, exact_variant, graph_path
 from served import manifest, model_dir
-from test_generate_reference import OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +27,7 @@ def reference():
 
     def top10(text, variant):
         if variant not in sessions:
-            sessions[variant] = OrtGPT2(graph_path(model_dir(), manifest(), variant), manifest()["config"])
+            sessions[variant] = ServedGraph(graph_path(model_dir(), manifest(), variant), manifest()["config"])
         logits = sessions[variant].logits(tokenizer.encode(text))[-1].astype(np.float64)
         probs = np.exp(logits - logits.max())
         probs /= probs.sum()

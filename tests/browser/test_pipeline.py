@@ -13,12 +13,12 @@ import math
 import numpy as np
 import pytest
 
+from generate_reference import graph_path
 from model_export.gpt2 import GPT2Config
 from model_export.runtime import OrtGPT2, prompt_outputs
 from model_export.tables import layout_tensor
 from served import model_dir
 from tabs import HOP, SharedTab
-from test_generate_reference import graph_path
 
 pytestmark = pytest.mark.browser
 

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from faults import manifest, model_dir, model_fault_route, serve_patched_manifest
+from generate_reference import EXACT_VARIANTS, ServedGraph, exact_variant, graph_path
 from served import ROOT, SITE
 from tabs import SharedTab
-from test_generate_reference import EXACT_VARIANTS, OrtGPT2, exact_variant, graph_path
 
 pytestmark = pytest.mark.browser
 
@@ -54,13 +54,13 @@ def graph_file(variant: dict) -> dict:
     return next(f for f in variant["files"] if f.get("role", "graph") == "graph")
 
 
-def reference_for(variant: dict) -> OrtGPT2:
+def reference_for(variant: dict) -> ServedGraph:
     return _reference(variant["name"])
 
 
 @functools.cache
-def _reference(name: str) -> OrtGPT2:
-    return OrtGPT2(graph_path(model_dir(), manifest(), name), manifest()["config"])
+def _reference(name: str) -> ServedGraph:
+    return ServedGraph(graph_path(model_dir(), manifest(), name), manifest()["config"])
 
 
 def open_api(watched):
@@ -368,7 +368,7 @@ def test_variant_in_external_data_pieces(page, tmp_path):
 
     ids = encode(p, PROMPT)
     got = forward(p, ids)
-    want = OrtGPT2(pieces_dir / "model.onnx", m["config"]).logits(ids)[-1]
+    want = ServedGraph(pieces_dir / "model.onnx", m["config"]).logits(ids)[-1]
     np.testing.assert_allclose(got["logits"], want, atol=1e-4, rtol=0)
 
 

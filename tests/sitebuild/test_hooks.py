@@ -33,7 +33,7 @@ def test_a_complete_model_passes(tmp_path):
     assert [f["path"] for f in listed_files(manifest)][-2:] == [f"{TABLES_DIR}/index.json", f"{TABLES_DIR}/parity/torch.f32"]
 
 
-@pytest.mark.parametrize("manifest_tables", [None, []], ids=["older manifest", "tables stage not run"])
+@pytest.mark.parametrize("manifest_tables", [None, []], ids=["no tables entry", "tables stage not run"])
 def test_a_model_without_tables_says_which_command_builds_them(tmp_path, manifest_tables):
     directory, manifest = model_dir(tmp_path, tables=False)
     if manifest_tables is not None:
