@@ -111,7 +111,7 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $@
 
 assets: $(VENDOR)
-$(VENDOR): site_src/sitebuild/assets.py package-lock.json | setup
+$(VENDOR): sitebuild/assets.py package-lock.json | setup
 	$(PY) -m sitebuild.assets
 
 # Export, quantize, validate, write the pipeline figures' tables and the inspect graphs,

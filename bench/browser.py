@@ -26,7 +26,7 @@ of variant and tuning is measured once per round (``--repeat``, default 3), in a
 rotated each round; the ``summary`` gives, per variant, tuning and thread count, medians
 with their spread (min, max) over the rounds. The JSON, with the commit, versions and machine
 load, replaces ``bench/results/browser.json`` (or ``--out``); the docs' tables are written
-from it (site_src/sitebuild/bench_hook.py).
+from it (sitebuild/bench_hook.py).
 
 Usage::
 

@@ -1,6 +1,6 @@
 // Registers the site's service worker (sw.js at the site root, see runtime/sw.js), on
 // every page. The build puts `window.TX_OFFLINE = {swFile, version}` in front of this file
-// (site_src/sitebuild/offline_hook.py).
+// (sitebuild/offline_hook.py).
 //
 // What the worker does for a page:
 // - cross-origin isolation: threads in onnxruntime-web need SharedArrayBuffer, which

@@ -2,7 +2,7 @@
  * The site's service worker: cross-origin isolation where the host cannot send the
  * headers (GitHub Pages), and the offline copy of the book.
  *
- * The build (site_src/sitebuild/offline_hook.py) writes it to the site root as `self.TX_OFFLINE =
+ * The build (sitebuild/offline_hook.py) writes it to the site root as `self.TX_OFFLINE =
  * {...}` followed by this file; that object names the build's cache (`cache`: a prefix and
  * a hash of every served file), the files of each group and the folders it must not store.
  *

@@ -7,7 +7,7 @@
  * `data-bytes` (bytes in Cache Storage). The element's `data-worker` says whether the
  * site's service worker controls the page ("active", "installing", "unavailable");
  * `data-persisted` is "true" or "false". The parts and their files come from the build
- * (runtime/offline-build.js, written by site_src/sitebuild/offline_hook.py); the model's weights from
+ * (runtime/offline-build.js, written by sitebuild/offline_hook.py); the model's weights from
  * runtime/download.js's own cache, which the model widgets fill. "Make everything
  * available offline" asks the service worker to fetch what is missing, then downloads
  * the model's weights as a model widget would (the variant this browser loads).

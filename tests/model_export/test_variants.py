@@ -20,7 +20,7 @@ from model_export.variants import PACKED, VARIANTS, tolerances, variant_order
 ROOT = Path(__file__).resolve().parents[2]
 # The browser's model runtime; the widgets' lessons (the size calculator's precisions) are not variants.
 JS_DIRS = ["site_src/runtime"]
-PY_DIRS = ["model_export", "site_src/sitebuild"]
+PY_DIRS = ["model_export", "sitebuild"]
 # The same spelling for another fact: a packed chunk's encoding (compact.py, expand.js), defined once.
 ALLOWED = {"Q4_ENCODING"}
 

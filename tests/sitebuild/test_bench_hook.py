@@ -1,4 +1,4 @@
-"""The docs' performance figures come from the committed benchmark JSON (site_src/sitebuild/bench_hook.py).
+"""The docs' performance figures come from the committed benchmark JSON (sitebuild/bench_hook.py).
 
 Checked against the JSON files themselves (read here independently of the hook): every marker
 in the docs renders; each rendered table cell is the JSON's median; the pages that report the

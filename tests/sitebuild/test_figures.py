@@ -388,7 +388,7 @@ def test_hook_fails_the_build_on_bad_markers(page, message):
 
 
 def test_hook_is_registered():
-    assert "site_src/sitebuild/figure_hook.py" in (ROOT / "mkdocs.yml").read_text()
+    assert "sitebuild/figure_hook.py" in (ROOT / "mkdocs.yml").read_text()
 
 
 # --- the built site ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``site_src/sitebuild/model_hook.py``: the export report in its page, the random-weights banner, and a
+"""``sitebuild/model_hook.py``: the export report in its page, the random-weights banner, and a
 site copy of the model without the private build files."""
 
 import json

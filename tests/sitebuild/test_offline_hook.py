@@ -1,4 +1,4 @@
-"""The build side of the offline copy (site_src/sitebuild/offline_hook.py): version, groups, files written."""
+"""The build side of the offline copy (sitebuild/offline_hook.py): version, groups, files written."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def runtime_costs(model: str) -> list[dict]:
     pyodide = VENDOR / "pyodide"
     ort = VENDOR / "ort"
     if not pyodide.is_dir() or not ort.is_dir():
-        raise PluginError("build/vendor is missing: run `make assets` (site_src/sitebuild/assets.py) first")
+        raise PluginError("build/vendor is missing: run `make assets` (sitebuild/assets.py) first")
     with tempfile.TemporaryDirectory() as tmp:
         demos = build_demos_wheel(Path(tmp), project_version())
         python_files = [pyodide / n for n in ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")]

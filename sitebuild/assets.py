@@ -124,7 +124,7 @@ def build_demos_wheel(dst: Path, version: str) -> Path:
     files[f"{info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: demos\nVersion: {version}\nSummary: NumPy demos of the interactive Transformer textbook\nRequires-Dist: numpy\n"
     ).encode()
-    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: site_src/sitebuild/assets.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: sitebuild/assets.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in files.items())
     files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     out = dst / name
