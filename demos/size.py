@@ -48,19 +48,8 @@ GPT2 = dict(
     norm_position="pre",
 )
 GPT3 = dict(GPT2, n_positions=2048)
-BERT = dict(
-    vocab_size=30522,
-    n_positions=512,
-    positions="learned",
-    tie_embeddings=False,
-    lm_head=False,
-    gated_ffn=False,
-    bias=True,
-    norm="layernorm",
-    norm_position="post",
-    n_segments=2,
-    pooler=True,
-)
+# BERT: GPT-2's parts, but post-norm, no LM head, segment embeddings and a pooler.
+BERT = dict(GPT2, vocab_size=30522, n_positions=512, tie_embeddings=False, lm_head=False, norm_position="post", n_segments=2, pooler=True)
 LLAMA = dict(
     vocab_size=32000, n_positions=0, positions="rotary", tie_embeddings=False, lm_head=True, gated_ffn=True, bias=False, norm="rmsnorm", norm_position="pre"
 )

@@ -169,6 +169,46 @@ function offeredActions(error, retry) {
   }));
 }
 
+/** The text box of the widgets that read a prompt (the inspect widgets and next-token). */
+export const PROMPT_FIELD = `<label class="prompt">Your text <textarea rows="2" spellcheck="false"></textarea></label>`;
+
+/**
+ * A control's starting values from the element's attributes: each key of `defaults` read from
+ * the attribute of that name with dashes for underscores (`beam_width` from `beam-width`), else
+ * its default.
+ * @param {Element} el
+ * @param {Object<string, string>} defaults
+ * @returns {Object<string, string>}
+ */
+export function attributeValues(el, defaults) {
+  return Object.fromEntries(Object.entries(defaults).map(([key, value]) => [key, el.getAttribute(key.replaceAll("_", "-")) ?? value]));
+}
+
+/**
+ * The line that says where a model runs: "WebGPU · q4 · gpt2", "WASM · 4 threads · q8x · gpt2".
+ * @param {{backend: string, variant: string, threads: number|null, name: string}} info the model's info
+ */
+export function modelBadge({ backend, variant, threads, name }) {
+  return backend === "webgpu" ? `WebGPU · ${variant} · ${name}` : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
+}
+
+/**
+ * Make `model` the widget's model (`widget.model`) and call `onLost(err)` when it stops working
+ * (e.g. the WebGPU device is lost) while it still is; the widget's model is then null.
+ * @param {{model: object|null}} widget
+ * @param {{lost: Promise<Error>}} model from `loadModel`
+ * @param {(err: Error) => void} onLost shows the error, with Retry
+ */
+export function watchModel(widget, model, onLost) {
+  if (widget.model === model) return;
+  widget.model = model;
+  model.lost.then((err) => {
+    if (widget.model !== model) return;
+    widget.model = null;
+    onLost(err);
+  });
+}
+
 /** "12.3 MB"-style size. */
 export function formatBytes(n) {
   if (n < 1e3) return `${n} B`;

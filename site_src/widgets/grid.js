@@ -72,3 +72,21 @@ export function maxAbs(values) {
   for (const v of values) if (Number.isFinite(v)) max = Math.max(max, Math.abs(v));
   return max;
 }
+
+/**
+ * Where a grid's focus goes on a key: the arrow keys move one cell (stopping at the edges),
+ * Home and End go to the first and last column of the row.
+ * @param {string} key `KeyboardEvent.key`
+ * @param {number} row
+ * @param {number} col
+ * @param {number} rows
+ * @param {number} cols
+ * @returns {[number, number]|null} the new [row, col], or null for a key that does not move it
+ */
+export function gridStep(key, row, col, rows, cols) {
+  const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+  if (key in moves) return [Math.min(rows - 1, Math.max(0, row + moves[key][0])), Math.min(cols - 1, Math.max(0, col + moves[key][1]))];
+  if (key === "Home") return [row, 0];
+  if (key === "End") return [row, cols - 1];
+  return null;
+}

@@ -2,14 +2,14 @@
  * What the "Looking inside the model" widgets share: the site's model loaded with its inspect
  * graph (runtime/interpret.js), a badge saying where it runs, the inputs kept in the page address
  * (url-state.js), and long runs (one pass per head or per position) with a progress bar and a
- * Cancel button. A subclass gives `title`, `body()`, `stateNames` and `run(model)`; it calls
+ * Cancel button. A subclass gives `static heading`, `static stateNames`, `body()` and `run(model)`; it calls
  * `this.saveState()` when an input changes and `this.refresh()` to run again.
  *
  * Common attributes: `backend` ("auto", "webgpu", "wasm"), `model`, `variant`.
  * @module widgets/inspect-base
  */
 import { loadModel } from "../runtime/model.js";
-import { TxElement, escapeHtml, formatProb } from "./base.js";
+import { TxElement, escapeHtml, formatProb, modelBadge, watchModel } from "./base.js";
 import { visible } from "./pipeline/text.js";
 import { readState, writeState } from "./url-state.js";
 
@@ -45,15 +45,11 @@ export const INSPECT_CSS = `<style>
 </style>`;
 
 export class TxInspect extends TxElement {
-  /** The widget's title line. */
-  get heading() {
-    return "";
-  }
+  /** The widget's title line (a subclass sets its own: static, so it cannot shadow a DOM member). */
+  static heading = "";
 
   /** Attribute names kept in the address, besides backend. */
-  get stateNames() {
-    return [];
-  }
+  static stateNames = [];
 
   /** The widget-specific markup. */
   body() {
@@ -62,7 +58,7 @@ export class TxInspect extends TxElement {
 
   template() {
     return `
-      <div class="title">${this.heading} <span class="badge" title="Where the model runs"></span></div>
+      <div class="title">${this.constructor.heading} <span class="badge" title="Where the model runs"></span></div>
       <div class="row">
         <label>Run on <select name="backend">
           <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
@@ -76,7 +72,7 @@ export class TxInspect extends TxElement {
   }
 
   mount() {
-    readState(this, [...COMMON_STATE, ...this.stateNames]);
+    readState(this, [...COMMON_STATE, ...this.constructor.stateNames]);
     const select = this.$('select[name="backend"]');
     select.value = this.getAttribute("backend") ?? "auto";
     if (!select.value) select.value = "auto";
@@ -205,11 +201,7 @@ export class TxInspect extends TxElement {
 
   /** When the model stops working (e.g. the WebGPU device is lost), say so at once, with Retry. */
   watchModel(model) {
-    if (this.model === model) return;
-    this.model = model;
-    model.lost.then((err) => {
-      if (this.model !== model) return;
-      this.model = null;
+    watchModel(this, model, (err) => {
       this.generation++;
       this.showError(err, { retry: () => this.refresh() });
     });
@@ -218,8 +210,7 @@ export class TxInspect extends TxElement {
   showModel({ backend, variant, threads, name, notices, randomWeights }) {
     this.dataset.variant = variant;
     this.dataset.backend = backend;
-    this.$(".badge").textContent =
-      backend === "webgpu" ? `WebGPU · ${variant} · ${name}` : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
+    this.$(".badge").textContent = modelBadge({ backend, variant, threads, name });
     const box = this.$(".notices");
     box.textContent = notices.join(" ");
     box.hidden = notices.length === 0;

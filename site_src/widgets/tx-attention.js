@@ -19,6 +19,7 @@
  */
 import { callDemo } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
+import { gridStep } from "./grid.js";
 import { parseInteger, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
 
@@ -206,15 +207,9 @@ class TxAttention extends TxLab {
     const cell = event.target.closest(".cell");
     if (!cell) return;
     const n = this.result.tokens.length;
-    let i = Number(cell.dataset.row);
-    let j = Number(cell.dataset.col);
-    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
-    if (event.key in moves) {
-      i = Math.min(n - 1, Math.max(0, i + moves[event.key][0]));
-      j = Math.min(n - 1, Math.max(0, j + moves[event.key][1]));
-    } else if (event.key === "Home") j = 0;
-    else if (event.key === "End") j = n - 1;
-    else return;
+    const step = gridStep(event.key, Number(cell.dataset.row), Number(cell.dataset.col), n, n);
+    if (!step) return;
+    const [i, j] = step;
     event.preventDefault();
     const next = this.$(`.cell[data-row="${i}"][data-col="${j}"]`);
     cell.tabIndex = -1;

@@ -15,7 +15,7 @@
  * the JSON of the arguments the shown result was computed for.
  */
 import { callDemo } from "../runtime/python.js";
-import { escapeHtml } from "./base.js";
+import { attributeValues, escapeHtml } from "./base.js";
 import { parseInteger, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
 
@@ -92,10 +92,7 @@ class TxDecoding extends TxLab {
 
   setup() {
     const initial = {
-      method: this.getAttribute("method") ?? "beam",
-      beam_width: this.getAttribute("beam-width") ?? "2",
-      max_len: this.getAttribute("max-len") ?? "6",
-      length_penalty: this.getAttribute("length-penalty") ?? "0",
+      ...attributeValues(this, { method: "beam", beam_width: "2", max_len: "6", length_penalty: "0" }),
       temperature: "1",
       num_samples: "20",
       seed: "0",

@@ -17,41 +17,19 @@
  */
 import { callDemo, StoppedError } from "../runtime/python.js";
 import { InputError, parseNumber } from "./inputs.js";
-import { codeBoxKeys, showPythonEnded } from "./code-box.js";
+import { CODE_BOX_CSS, CODE_HELP, RESULT_LINE, codeBoxHTML, codeBoxKeys, showPythonEnded, showResultPanel } from "./code-box.js";
 import { TxLab } from "./lab.js";
 
 const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
 
-const STYLE = `
+const STYLE = `${CODE_BOX_CSS}
   .task { margin: 0.2em 0 0.5em; }
-  .signature { font-family: var(--md-code-font-family, monospace); }
   .code-label { display: block; }
-  .code { display: block; box-sizing: border-box; width: 100%; font-family: var(--md-code-font-family, monospace); font-size: 0.95em;
-          line-height: 1.4; tab-size: 4; white-space: pre; overflow-wrap: normal; overflow-x: auto; resize: vertical; min-height: 10em;
-          margin-top: 0.2em; }
-  .code:focus { outline: 2px solid var(--tx-accent); outline-offset: 1px; }
-  .help { font-size: 0.9em; font-style: italic; }
-  details.hint { margin: 0.4em 0; }
-  details.hint summary { cursor: pointer; }
-  details.hint summary:focus-visible { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
-  .buttons { margin-top: 0.5em; }
-  button { font: inherit; padding: 0.25em 0.9em; border-radius: 4px; border: 1px solid var(--tx-border);
-           background: var(--md-default-bg-color, #fff); color: inherit; cursor: pointer; }
-  button.primary { background: var(--tx-accent); border-color: var(--tx-accent); color: #fff; }
-  button:disabled { opacity: 0.5; cursor: default; }
-  button:focus-visible { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
-  .result { margin-top: 0.6em; padding: 0.5em 0.7em; border-radius: 4px; border: 1px solid var(--tx-border); overflow-wrap: anywhere; }
-  .result[hidden] { display: none; }
-  .result.passed { border-left: 4px solid #2e7d32; }
-  .result.failed, .result.error { border-left: 4px solid #c62828; }
-  .result.stopped, .result.ended { border-left: 4px solid #ef6c00; }
-  .verdict { font-weight: 700; margin-right: 0.3em; }
+  .code { display: block; box-sizing: border-box; width: 100%; min-height: 10em; margin-top: 0.2em; }
   ol.cases { margin: 0.3em 0; padding-left: 1.6em; }
   ol.cases li.pass::marker { color: #2e7d32; }
   ol.cases li.fail::marker { color: #c62828; }
   .case-verdict { font-weight: 600; }
-  pre { font-family: var(--md-code-font-family, monospace); font-size: 0.9em; white-space: pre; overflow-x: auto;
-        background: var(--tx-bg); padding: 0.4em 0.6em; border-radius: 4px; margin: 0.3em 0; }
 `;
 
 class TxExercise extends TxLab {
@@ -59,20 +37,17 @@ class TxExercise extends TxLab {
     return `<style>${STYLE}</style>
       <div class="title">Change the code <span class="badge"></span></div>
       <p class="task">Loading the exercise…</p>
-      <p>Complete <code class="signature"></code>, then press <b>Run and check</b>.
-        <span class="help" id="code-help">Tab indents, Shift+Tab dedents; press Esc, then Tab, to leave the editor. Ctrl+Enter checks.</span></p>
-      <details class="hint"><summary>Hint</summary><p class="hint-text"></p></details>
-      <label class="code-label">Code
-        <textarea class="code" rows="10" spellcheck="false" autocapitalize="off" autocomplete="off"
-                  aria-describedby="code-help"></textarea></label>
-      <div class="row buttons">
-        <button class="primary" name="check" disabled>Run and check</button>
-        <button name="stop" disabled>Stop</button>
-        <button name="reset" disabled>Reset the code</button>
-        <button name="solution" disabled>Show a solution</button>
-      </div>
+      <p>Complete <code class="signature"></code>, then press <b>Run and check</b>. ${CODE_HELP}</p>
+      ${codeBoxHTML({
+        rows: 10,
+        check: "Run and check",
+        buttons: [
+          ["reset", "Reset the code"],
+          ["solution", "Show a solution"],
+        ],
+      })}
       <div class="result" aria-live="polite" hidden>
-        <p><span class="verdict"></span><span class="message"></span></p>
+        ${RESULT_LINE}
         <ol class="cases" aria-label="Result per input"></ol>
         <pre class="output" hidden aria-label="What your code printed"></pre>
         <pre class="reference" hidden aria-label="A solution"></pre>
@@ -99,12 +74,7 @@ class TxExercise extends TxLab {
       delete this.dataset.result;
     });
     this.$('button[name="solution"]').addEventListener("click", () => this.showSolution());
-    this.$(".code").addEventListener("keydown", codeBoxKeys({ check: () => this.checkIfIdle() }));
-  }
-
-  /** Run the check, unless one is running (its button is disabled then). */
-  checkIfIdle() {
-    if (!this.$('button[name="check"]').disabled) this.check();
+    this.$(".code").addEventListener("keydown", codeBoxKeys({ check: () => this.check(), busy: () => this.$('button[name="check"]').disabled }));
   }
 
   disconnectedCallback() {
@@ -188,13 +158,8 @@ class TxExercise extends TxLab {
   }
 
   panel(kind, verdict, message) {
-    const box = this.$(".result");
-    box.hidden = false;
-    box.className = `result ${kind}`;
-    this.$(".verdict").textContent = verdict;
-    this.$(".message").textContent = message;
+    const box = showResultPanel(this, kind, verdict, message);
     this.$(".cases").replaceChildren();
-    this.$(".output").hidden = true;
     this.$(".reference").hidden = true;
     return box;
   }

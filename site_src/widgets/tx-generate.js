@@ -24,7 +24,7 @@
  */
 import { loadModel } from "../runtime/model.js";
 import { MAX_SEED } from "../runtime/rng.js";
-import { TxElement, escapeHtml, formatProb } from "./base.js";
+import { TxElement, escapeHtml, formatProb, modelBadge, watchModel } from "./base.js";
 
 /** Probability bands: lower bound, class, underline style named in the key. */
 const BANDS = [
@@ -168,11 +168,8 @@ class TxGenerate extends TxElement {
         },
       });
       if (ticket !== this.loadTicket) return null;
-      this.model = model;
       this.showModel(model.info);
-      model.lost.then((err) => {
-        if (this.model !== model) return;
-        this.model = null;
+      watchModel(this, model, (err) => {
         this.$(".go").disabled = true;
         this.showError(err, { retry: () => this.prepare() });
       });
@@ -191,11 +188,10 @@ class TxGenerate extends TxElement {
   }
 
   showModel(info) {
-    const { backend, variant, threads, name, notices } = info;
+    const { backend, variant, notices } = info;
     this.dataset.backend = backend;
     this.dataset.variant = variant;
-    this.$(".badge").textContent =
-      backend === "webgpu" ? `WebGPU · ${variant} · ${name}` : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
+    this.$(".badge").textContent = modelBadge(info);
     const box = this.$(".notice");
     box.textContent = notices.join(" ");
     box.hidden = notices.length === 0;

@@ -12,7 +12,7 @@
  *   variant   a weight variant of the model; default: the best for the backend
  */
 import { ablateHeads, headImportance, topProbs } from "../runtime/interpret.js";
-import { formatProb } from "./base.js";
+import { PROMPT_FIELD, formatProb } from "./base.js";
 import { headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
 
@@ -21,17 +21,13 @@ const TOP = 10;
 const MODES = ["zero", "mean"];
 
 class TxHeadAblation extends TxInspect {
-  get heading() {
-    return "Head ablation: switch heads off";
-  }
+  static heading = "Head ablation: switch heads off";
 
-  get stateNames() {
-    return ["prompt", "heads", "mode"];
-  }
+  static stateNames = ["prompt", "heads", "mode"];
 
   body() {
     return `
-      <label class="prompt">Your text <textarea rows="2" spellcheck="false"></textarea></label>
+      ${PROMPT_FIELD}
       <div class="row">
         <label>Heads to switch off <input name="heads" type="text" spellcheck="false" placeholder="e.g. 9.6, 9.9" size="14"></label>
         <label>Ablation <select name="mode"><option value="zero">zero</option><option value="mean">mean over positions</option></select></label>

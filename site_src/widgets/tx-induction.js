@@ -22,13 +22,9 @@ import { heatmap, showCellValues } from "./pipeline/figures.js";
 const LENGTH = { min: 4, max: 100 };
 
 class TxInduction extends TxInspect {
-  get heading() {
-    return "Induction heads: copying what came before";
-  }
+  static heading = "Induction heads: copying what came before";
 
-  get stateNames() {
-    return ["length", "seed", "head"];
-  }
+  static stateNames = ["length", "seed", "head"];
 
   body() {
     return `

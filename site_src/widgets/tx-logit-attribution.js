@@ -13,6 +13,7 @@
  *   variant   a weight variant of the model; default: the best for the backend
  */
 import { logitAttribution } from "../runtime/interpret.js";
+import { PROMPT_FIELD } from "./base.js";
 import { gridHTML, headGridHTML, maxAbs } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
 
@@ -22,17 +23,13 @@ const LARGEST = 6;
 const signed = (v) => `${v >= 0 ? "+" : "−"}${Math.abs(v).toFixed(3)}`;
 
 class TxLogitAttribution extends TxInspect {
-  get heading() {
-    return "Direct logit attribution: who pushed this token?";
-  }
+  static heading = "Direct logit attribution: who pushed this token?";
 
-  get stateNames() {
-    return ["prompt", "token"];
-  }
+  static stateNames = ["prompt", "token"];
 
   body() {
     return `
-      <label class="prompt">Your text <textarea rows="2" spellcheck="false"></textarea></label>
+      ${PROMPT_FIELD}
       <div class="row"><label>Token to explain <input name="token" type="text" size="10" spellcheck="false" placeholder="the top prediction"></label></div>
       <p class="summary" aria-live="polite"></p>
       <div class="heads"></div>

@@ -14,7 +14,7 @@
  */
 import { logitLens, rankOf, topProbs } from "../runtime/interpret.js";
 import { argmax } from "../runtime/sampler.js";
-import { escapeHtml, formatProb } from "./base.js";
+import { PROMPT_FIELD, escapeHtml, formatProb } from "./base.js";
 import { gridHTML, onCellPick } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
 
@@ -26,17 +26,13 @@ const CELL_CHARS = 8; // a cell shows this much of its token
 const layerName = (l) => (l === 0 ? "embeddings" : `after block ${l - 1}`);
 
 class TxLogitLens extends TxInspect {
-  get heading() {
-    return "Logit lens: what each layer would predict";
-  }
+  static heading = "Logit lens: what each layer would predict";
 
-  get stateNames() {
-    return ["prompt", "layer", "position"];
-  }
+  static stateNames = ["prompt", "layer", "position"];
 
   body() {
     return `
-      <label class="prompt">Your text <textarea rows="2" spellcheck="false"></textarea></label>
+      ${PROMPT_FIELD}
       <div class="lens"></div>
       <div class="cols"><div class="final"></div><div class="top"></div></div>`;
   }

@@ -15,7 +15,7 @@
  */
 import { loadModel } from "../runtime/model.js";
 import { topK } from "../runtime/probs.js";
-import { TxElement, escapeHtml, formatProb } from "./base.js";
+import { PROMPT_FIELD, TxElement, escapeHtml, formatProb, modelBadge, watchModel } from "./base.js";
 import { readState, writeState } from "./url-state.js";
 
 const TOP = 10;
@@ -29,7 +29,7 @@ class TxNextToken extends TxElement {
   template() {
     return `
       <div class="title">What comes next? <span class="badge" title="Where the model runs"></span></div>
-      <label class="prompt">Your text <textarea rows="2" spellcheck="false"></textarea></label>
+      ${PROMPT_FIELD}
       <div class="row">
         <label>Run on <select name="backend">
           <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
@@ -104,11 +104,7 @@ class TxNextToken extends TxElement {
 
   /** When the model stops working (e.g. the WebGPU device is lost), say so at once, with Retry. */
   watchModel(model) {
-    if (this.model === model) return;
-    this.model = model;
-    model.lost.then((err) => {
-      if (this.model !== model) return;
-      this.model = null;
+    watchModel(this, model, (err) => {
       this.generation++; // a forward pass of the lost model must not draw over the message
       this.$("tbody").innerHTML = ""; // its numbers are no longer the model's
       this.showError(err, { retry: () => this.update() });
@@ -121,11 +117,10 @@ class TxNextToken extends TxElement {
     box.hidden = notices.length === 0;
   }
 
-  showBadge({ backend, variant, threads, name }) {
-    this.dataset.variant = variant;
-    const badge = this.$(".badge");
-    badge.textContent = backend === "webgpu" ? `WebGPU · ${variant} · ${name}` : `WASM · ${threads} thread${threads === 1 ? "" : "s"} · ${variant} · ${name}`;
-    this.dataset.backend = backend;
+  showBadge(info) {
+    this.dataset.variant = info.variant;
+    this.$(".badge").textContent = modelBadge(info);
+    this.dataset.backend = info.backend;
   }
 
   showTokens(tokenizer, ids) {

@@ -16,7 +16,7 @@
  * element is the JSON of the arguments shown.
  */
 import { callDemo } from "../runtime/python.js";
-import { escapeHtml } from "./base.js";
+import { attributeValues, escapeHtml } from "./base.js";
 import { InputError, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
 
@@ -129,12 +129,7 @@ class TxNumerics extends TxLab {
   }
 
   setup() {
-    const initial = {
-      n: this.getAttribute("n") ?? "1000",
-      dtype: this.getAttribute("dtype") ?? "float32",
-      seed: this.getAttribute("seed") ?? "0",
-      orders: this.getAttribute("orders") ?? "200",
-    };
+    const initial = attributeValues(this, { n: "1000", dtype: "float32", seed: "0", orders: "200" });
     for (const el of this.shadowRoot.querySelectorAll(".controls input, .controls select")) {
       const select = el.tagName === "SELECT";
       this.wire({ [el.name]: initial[el.name] }, { on: select ? "change" : "input", run: () => this.updateSoon(select ? 0 : 300) });

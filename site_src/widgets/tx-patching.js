@@ -40,13 +40,9 @@ export const PAIRS = {
 };
 
 class TxPatching extends TxInspect {
-  get heading() {
-    return "Activation patching: where does the answer live?";
-  }
+  static heading = "Activation patching: where does the answer live?";
 
-  get stateNames() {
-    return ["pair", "clean", "corrupted", "good", "bad"];
-  }
+  static stateNames = ["pair", "clean", "corrupted", "good", "bad"];
 
   body() {
     const options = Object.entries(PAIRS)

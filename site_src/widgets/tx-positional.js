@@ -12,6 +12,7 @@
  */
 import { callDemo } from "../runtime/python.js";
 import { divergingColour } from "./format.js";
+import { gridStep } from "./grid.js";
 import { parseInteger } from "./inputs.js";
 import { FIGURE_CSS, TxLab } from "./lab.js";
 
@@ -174,15 +175,9 @@ class TxPositional extends TxLab {
       this.pick(rect);
       return;
     }
-    const [rows, cols] = [Number(svg.dataset.rows), Number(svg.dataset.cols)];
-    let [i, j] = [Number(rect.dataset.row), Number(rect.dataset.col)];
-    const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
-    if (event.key in moves) {
-      i = Math.min(rows - 1, Math.max(0, i + moves[event.key][0]));
-      j = Math.min(cols - 1, Math.max(0, j + moves[event.key][1]));
-    } else if (event.key === "Home") j = 0;
-    else if (event.key === "End") j = cols - 1;
-    else return;
+    const step = gridStep(event.key, Number(rect.dataset.row), Number(rect.dataset.col), Number(svg.dataset.rows), Number(svg.dataset.cols));
+    if (!step) return;
+    const [i, j] = step;
     event.preventDefault();
     const next = svg.querySelector(`rect.cell[data-row="${i}"][data-col="${j}"]`);
     rect.removeAttribute("tabindex");

@@ -20,37 +20,16 @@
 import { callDemo, interruptMode, StoppedError } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
 import { parseChoice, parseNumber, parseSelect } from "./inputs.js";
-import { codeBoxKeys, showPythonEnded } from "./code-box.js";
+import { CODE_BOX_CSS, CODE_HELP, RESULT_LINE, codeBoxHTML, codeBoxKeys, showPythonEnded, showResultPanel } from "./code-box.js";
 import { TxLab } from "./lab.js";
 
 const LIMITS = [1, 2, 5, 10, 30];
 const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
 
-const STYLE = `
+const STYLE = `${CODE_BOX_CSS}
   .row label { display: inline-flex; gap: 0.4em; align-items: center; max-width: 100%; min-width: 0; }
   .row label select { min-width: 0; flex: 1 1 auto; }
-  .code { font-family: var(--md-code-font-family, monospace); font-size: 0.95em; line-height: 1.4;
-          tab-size: 4; white-space: pre; overflow-wrap: normal; overflow-x: auto; resize: vertical; min-height: 14em; }
-  .code:focus { outline: 2px solid var(--tx-accent); outline-offset: 1px; }
-  .signature { font-family: var(--md-code-font-family, monospace); }
-  .help { font-size: 0.9em; font-style: italic; }
-  details.hint { margin: 0.4em 0; }
-  details.hint summary { cursor: pointer; }
-  .buttons { margin-top: 0.5em; }
-  button { font: inherit; padding: 0.25em 0.9em; border-radius: 4px; border: 1px solid var(--tx-border);
-           background: var(--md-default-bg-color, #fff); color: inherit; cursor: pointer; }
-  button.primary { background: var(--tx-accent); border-color: var(--tx-accent); color: #fff; }
-  button:disabled { opacity: 0.5; cursor: default; }
-  button:focus-visible { outline: 2px solid var(--tx-fg); outline-offset: 1px; }
-  .result { margin-top: 0.6em; padding: 0.5em 0.7em; border-radius: 4px; border: 1px solid var(--tx-border);
-            background: var(--md-default-bg-color, #fff); }
-  .result:empty, .result[hidden] { display: none; }
-  .result.passed { border-left: 4px solid #2e7d32; }
-  .result.failed, .result.error { border-left: 4px solid #c62828; }
-  .result.stopped, .result.ended { border-left: 4px solid #ef6c00; }
-  .verdict { font-weight: 700; margin-right: 0.3em; }
-  pre { font-family: var(--md-code-font-family, monospace); font-size: 0.9em; white-space: pre; overflow-x: auto;
-        background: var(--tx-bg); padding: 0.4em 0.6em; border-radius: 4px; margin: 0.3em 0; }
+  .code { min-height: 14em; }
   .answer h4 { margin: 0.6em 0 0.2em; font-size: 1em; }
 `;
 
@@ -62,20 +41,17 @@ class TxSpotTheBug extends TxLab {
         <label>Snippet <select name="bug" disabled><option>loading…</option></select></label>
         <label>Time limit <select name="limit">${LIMITS.map((s) => `<option value="${s}">${s} s</option>`).join("")}</select></label>
       </div>
-      <p>Make <code class="signature"></code> correct, then press <b>Check</b>.
-        <span class="help" id="code-help">Tab indents, Shift+Tab dedents; press Esc, then Tab, to leave the editor. Ctrl+Enter checks.</span></p>
-      <details class="hint"><summary>Hint</summary><p class="hint-text"></p></details>
-      <label class="code-label">Code
-        <textarea class="code" rows="16" spellcheck="false" autocapitalize="off" autocomplete="off"
-                  aria-describedby="code-help"></textarea></label>
-      <div class="row buttons">
-        <button class="primary" name="check" disabled>Check</button>
-        <button name="stop" disabled>Stop</button>
-        <button name="reveal" disabled>Reveal the answer</button>
-        <button name="reset" disabled>Reset the code</button>
-      </div>
+      <p>Make <code class="signature"></code> correct, then press <b>Check</b>. ${CODE_HELP}</p>
+      ${codeBoxHTML({
+        rows: 16,
+        check: "Check",
+        buttons: [
+          ["reveal", "Reveal the answer"],
+          ["reset", "Reset the code"],
+        ],
+      })}
       <div class="result" aria-live="polite" hidden>
-        <p><span class="verdict"></span><span class="message"></span></p>
+        ${RESULT_LINE}
         <pre class="output" hidden aria-label="What your code printed"></pre>
         <div class="answer" hidden>
           <h4>Diagnosis</h4><p class="diagnosis"></p>
@@ -113,13 +89,9 @@ class TxSpotTheBug extends TxLab {
       this.$(".code").focus();
     });
     const code = this.$(".code");
-    code.addEventListener("keydown", codeBoxKeys({ check: () => this.checkIfIdle(), edited: (value) => this.edits.set(this.bug.id, value) }));
+    const busy = () => this.$('button[name="check"]').disabled; // a check is running
+    code.addEventListener("keydown", codeBoxKeys({ check: () => this.check(), busy, edited: (value) => this.edits.set(this.bug.id, value) }));
     code.addEventListener("input", () => this.edits.set(this.bug.id, code.value));
-  }
-
-  /** Run the check, unless one is running (its button is disabled then). */
-  checkIfIdle() {
-    if (!this.$('button[name="check"]').disabled) this.check();
   }
 
   disconnectedCallback() {
@@ -259,12 +231,7 @@ class TxSpotTheBug extends TxLab {
   }
 
   panel(kind, verdict, message) {
-    const box = this.$(".result");
-    box.hidden = false;
-    box.className = `result ${kind}`;
-    this.$(".verdict").textContent = verdict;
-    this.$(".message").textContent = message;
-    this.$(".output").hidden = true;
+    const box = showResultPanel(this, kind, verdict, message);
     this.$(".answer").hidden = true;
     return box;
   }

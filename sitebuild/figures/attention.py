@@ -127,14 +127,8 @@ def gqa_variants():
     for i, v in enumerate(variants):
         y = 10 + i * 82
         s.text(20, y + 6, f"{v['name']}: {v['n_kv_head']} K/V head{'s' if v['n_kv_head'] > 1 else ''}", cls="label bold", anchor="start")
-        s.text(
-            340,
-            y + 6,
-            f"{v['bytes_per_token']:,} B per token",
-            cls="label small",
-            anchor="end",
-            data={"variant": v["name"], "bytes-per-token": v["bytes_per_token"]},
-        )
+        per_token = {"variant": v["name"], "bytes-per-token": v["bytes_per_token"]}
+        s.text(340, y + 6, f"{v['bytes_per_token']:,} B per token", cls="label small", anchor="end", data=per_token)
         for h in range(n_q):
             s.box(20 + h * w + 1, y + 16, w - 2, 16, "q" if w > 16 else None, cls="box primary", rx=2)
         gw = 320 / v["n_kv_head"]

@@ -162,10 +162,7 @@ def qkv():
     s.line(280, 132, 280, 298)
     s.arrow(280, 298, 222, 298)
     s.box(60, 286, 160, 28, f"weights · V: T × {hd}", cls="box primary", data={"shape": f"T x {hd}"})
-    s.text(322, 200, "queries ask,", cls="label small", anchor="middle")
-    s.text(322, 214, "keys answer,", cls="label small", anchor="middle")
-    s.text(322, 228, "values are", cls="label small", anchor="middle")
-    s.text(322, 242, "handed over", cls="label small", anchor="middle")
+    s.lines(322, 200, ["queries ask,", "keys answer,", "values are", "handed over"])
     alt = (
         f"The block's normalised input, T by {C}, times the fused {C} by {Q3} weight gives T by {Q3}, cut into Q, K and V of T by {C} "
         f"each. Per head (T by {hd}), Q times K transposed over the square root of {hd} gives a T by T score matrix, which the causal "

@@ -39,14 +39,8 @@ def kv_cache():
         for t in range(row["tokens"]):
             new = (i == 0) or t == row["tokens"] - 1
             s.box(6 + t * (cell + 2), y + 14, cell, 30, words[t], cls="box accent" if new else "box", rx=2)
-        s.text(
-            354,
-            y + 6,
-            f"{row['tokens']} tokens · {row['bytes'] / 1024:.0f} KiB",
-            cls="label small",
-            anchor="end",
-            data={"tokens": row["tokens"], "bytes": row["bytes"]},
-        )
+        size = {"tokens": row["tokens"], "bytes": row["bytes"]}
+        s.text(354, y + 6, f"{row['tokens']} tokens · {row['bytes'] / 1024:.0f} KiB", cls="label small", anchor="end", data=size)
     per_token = rows[1]["bytes"] - rows[0]["bytes"]
     s.text(180, 30 + 62 * len(rows), f"+{per_token:,} bytes per token (GPT-2 small, 16-bit)", cls="label small", data={"bytes-per-token": per_token})
     alt = (

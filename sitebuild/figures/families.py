@@ -111,12 +111,8 @@ def rope_rotation():
     s.path(f"M {cx + 30} {cy} A 30 30 0 0 0 {cx + 30 * math.cos(theta):.2f} {cy - 30 * math.sin(theta):.2f}", cls="line")
     s.text(cx + 44, cy - 12, "θ", cls="label small")
     s.text(250, 60, f"pair {ROPE_PAIR}: θ = {theta:g} rad", cls="label small bold", anchor="start", data={"theta": theta})
-    s.text(250, 80, "position m turns", cls="label small", anchor="start")
-    s.text(250, 96, "the pair by m·θ", cls="label small", anchor="start")
-    s.text(250, 130, "q at m and k at n:", cls="label small", anchor="start")
-    s.text(250, 146, "their dot product", cls="label small", anchor="start")
-    s.text(250, 162, "depends on m − n", cls="label small", anchor="start")
-    s.text(250, 178, "only", cls="label small", anchor="start")
+    s.lines(250, 80, ["position m turns", "the pair by m·θ"], step=16, anchor="start")
+    s.lines(250, 130, ["q at m and k at n:", "their dot product", "depends on m − n", "only"], step=16, anchor="start")
     alt = (
         f"A unit circle with four arrows: the same query pair (1, 0) at positions 0 to {ROPE_POSITIONS[-1]}, each turned by a further "
         f"θ = {theta:g} radian. Rotating query and key by their positions makes their dot product depend only on the distance between them."

@@ -29,6 +29,12 @@ def frontier_points() -> dict:
     return {"rule": [(n, chinchilla_tokens(int(n))) for n in ns], "models": models}
 
 
+def log_axis(limits, start, length):
+    """Where a value goes on a logarithmic axis from ``start`` that spans ``limits`` in ``length`` (negative: upwards)."""
+    lo, hi = (math.log10(v) for v in limits)
+    return lambda value: start + length * (math.log10(value) - lo) / (hi - lo)
+
+
 def compute_optimal():
     """Log-log axes of parameters N and tokens D: the 20-tokens line, equal-compute lines and models."""
     f = frontier_points()
@@ -37,11 +43,7 @@ def compute_optimal():
     lx = [math.log10(v) for v in N_RANGE]
     ly = [math.log10(v) for v in D_RANGE]
 
-    def px(n):
-        return x0 + w * (math.log10(n) - lx[0]) / (lx[1] - lx[0])
-
-    def py(d):
-        return y0 + h - h * (math.log10(d) - ly[0]) / (ly[1] - ly[0])
+    px, py = log_axis(N_RANGE, x0, w), log_axis(D_RANGE, y0 + h, -h)
 
     s.add(f'<rect class="box" x="{x0}" y="{y0}" width="{w}" height="{h}"/>')
     for e in range(int(lx[0]), int(lx[1]) + 1):
@@ -84,13 +86,8 @@ def scaling_law():
     s = Svg(360, 280)
     x0, y0, w, h = 44, 24, 296, 206
     lx = [math.log10(v) for v in LAW_N_RANGE]
-    ly = [math.log10(v) for v in LAW_L_RANGE]
 
-    def px(n):
-        return x0 + w * (math.log10(n) - lx[0]) / (lx[1] - lx[0])
-
-    def py(loss):
-        return y0 + h - h * (math.log10(loss) - ly[0]) / (ly[1] - ly[0])
+    px, py = log_axis(LAW_N_RANGE, x0, w), log_axis(LAW_L_RANGE, y0 + h, -h)
 
     s.add(f'<rect class="box" x="{x0}" y="{y0}" width="{w}" height="{h}"/>')
     for e in range(math.ceil(lx[0]), math.floor(lx[1]) + 1):

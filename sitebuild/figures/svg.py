@@ -50,6 +50,11 @@ class Svg:
         """Text centred on ``(x, y)`` (``anchor``: start, middle or end)."""
         self.add(f"<text{_attrs(cls, data, x=x, y=y, text_anchor=anchor, dominant_baseline='central')}>{escape(str(s))}</text>")
 
+    def lines(self, x, y, lines, step=14, cls="label small", anchor="middle") -> None:
+        """A paragraph: one ``text`` per line, the first centred on ``(x, y)``, each ``step`` lower."""
+        for i, line in enumerate(lines):
+            self.text(x, y + i * step, line, cls=cls, anchor=anchor)
+
     def box(self, x, y, w, h, label=None, cls="box", data=None, sub=None, rx=4) -> None:
         """A rounded rectangle, its ``label`` centred inside (and ``sub``, a smaller second line)."""
         self.add(f"<rect{_attrs(cls, data, x=x, y=y, width=w, height=h, rx=rx)}/>")

@@ -170,3 +170,18 @@ def graph_path(model_dir: Path, manifest: dict, variant_name: str) -> Path:
     graph = model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
     key = next((f["sha256"] for f in variant["files"] if f.get("role") == "index"), variant_name)
     return onnx_graph(graph.parent, Path(tempfile.gettempdir()) / "tx-expanded" / f"{key}.onnx")
+
+
+def add_variant_widget(p, tag: str, variant: str, place: str) -> str:
+    """Put a ``<tag id="exact" variant=...>`` into the page by the DOM call `place` on `el` (such as
+    ``document.querySelector('article').append(el)``); returns its selector."""
+    p.evaluate(
+        f"""(variant) => {{
+      const el = document.createElement({tag!r});
+      el.id = 'exact';
+      el.setAttribute('variant', variant);
+      {place};
+    }}""",
+        variant,
+    )
+    return f"{tag}#exact"

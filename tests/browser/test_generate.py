@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from generate_reference import ServedGraph, exact_variant, graph_path
+from generate_reference import ServedGraph, add_variant_widget, exact_variant, graph_path
 from served import manifest, model_dir
 
 pytestmark = pytest.mark.browser
@@ -43,16 +43,7 @@ def reference(variant_name: str) -> ServedGraph:
 
 def add_exact_widget(p, backend):
     """Append a <tx-generate variant=...> that loads a variant onnxruntime reproduces exactly."""
-    p.evaluate(
-        """(variant) => {
-      const el = document.createElement('tx-generate');
-      el.id = 'exact';
-      el.setAttribute('variant', variant);
-      document.querySelector('article').append(el);
-    }""",
-        exact_variant(manifest(), backend),
-    )
-    return EXACT_WIDGET
+    return add_variant_widget(p, "tx-generate", exact_variant(manifest(), backend), "document.querySelector('article').append(el)")
 
 
 def widget_ready(p, selector=PAGE_WIDGET, timeout=120_000):

@@ -9,7 +9,7 @@ to reorder a random-weight model's nearly tied top ten.
 import numpy as np
 import pytest
 
-from generate_reference import ServedGraph, exact_variant, graph_path
+from generate_reference import ServedGraph, add_variant_widget, exact_variant, graph_path
 from served import manifest, model_dir
 
 pytestmark = pytest.mark.browser
@@ -38,17 +38,8 @@ def reference():
 
 
 def add_exact_widget(p, backend):
-    """Append a <tx-next-token variant=...> after the page's own one; returns its selector."""
-    p.evaluate(
-        """(variant) => {
-      const el = document.createElement('tx-next-token');
-      el.id = 'exact';
-      el.setAttribute('variant', variant);
-      document.querySelector('tx-next-token').after(el);
-    }""",
-        exact_variant(manifest(), backend),
-    )
-    return "tx-next-token#exact"
+    """Put a <tx-next-token variant=...> after the page's own one; returns its selector."""
+    return add_variant_widget(p, "tx-next-token", exact_variant(manifest(), backend), "document.querySelector('tx-next-token').after(el)")
 
 
 def shown(widget):

@@ -221,8 +221,7 @@ def test_mixture_of_experts_total_and_active():
 def test_parts_add_up(n_layer, heads, width_per_head, vocab, positions, tie, gated, bias, norm, where, experts):
     h, kv = heads
     n_experts, top_k, shared = experts
-    p = count_parameters(
-        n_layer=n_layer,
+    shape = dict(
         d_model=h * width_per_head,
         n_head=h,
         n_kv_head=kv,
@@ -238,29 +237,14 @@ def test_parts_add_up(n_layer, heads, width_per_head, vocab, positions, tie, gat
         top_k=top_k,
         n_shared_experts=shared,
     )
+    p = count_parameters(n_layer=n_layer, **shape)
     parts = ("token_embedding", "position_embedding", "segment_embedding", "embedding_norm", "layers", "final_norm", "pooler", "lm_head")
     assert p["total"] == sum(p[k] for k in parts)
     assert p["per_layer"] == p["attention_per_layer"] + p["ffn_per_layer"] + p["norms_per_layer"]
     assert p["attention_per_layer"] == sum(p[f"attention_{k}"] for k in "qkvo")
     assert p["layers"] == n_layer * p["per_layer"]
     assert p["active"] <= p["total"]
-    more = count_parameters(
-        n_layer=n_layer + 1,
-        d_model=h * width_per_head,
-        n_head=h,
-        n_kv_head=kv,
-        vocab_size=vocab,
-        n_positions=512,
-        positions=positions,
-        tie_embeddings=tie,
-        gated_ffn=gated,
-        bias=bias,
-        norm=norm,
-        norm_position=where,
-        n_experts=n_experts,
-        top_k=top_k,
-        n_shared_experts=shared,
-    )
+    more = count_parameters(n_layer=n_layer + 1, **shape)
     assert more["total"] - p["total"] == p["per_layer"]
 
 

@@ -9,6 +9,16 @@
  * @module widgets/pipeline/kernels
  */
 
+/** Mean and (population) variance of row t of x (T, C), in float64. */
+function moments(x, t, C) {
+  let mean = 0;
+  for (let c = 0; c < C; c++) mean += x[t * C + c];
+  mean /= C;
+  let variance = 0;
+  for (let c = 0; c < C; c++) variance += (x[t * C + c] - mean) ** 2;
+  return { mean, variance: variance / C };
+}
+
 /**
  * LayerNorm of each of the T rows of x (T, C): (x - mean) / sqrt(var + eps) * weight + bias,
  * with the population variance, as torch.nn.functional.layer_norm.
@@ -23,12 +33,7 @@
 export function layerNorm(x, T, C, weight, bias, eps) {
   const out = new Float32Array(T * C);
   for (let t = 0; t < T; t++) {
-    let mean = 0;
-    for (let c = 0; c < C; c++) mean += x[t * C + c];
-    mean /= C;
-    let variance = 0;
-    for (let c = 0; c < C; c++) variance += (x[t * C + c] - mean) ** 2;
-    variance /= C;
+    const { mean, variance } = moments(x, t, C);
     const inv = 1 / Math.sqrt(variance + eps);
     for (let c = 0; c < C; c++) out[t * C + c] = (x[t * C + c] - mean) * inv * weight[c] + bias[c];
   }
@@ -43,12 +48,8 @@ export function layerNorm(x, T, C, weight, bias, eps) {
 export function rowStats(x, T, C) {
   const stats = [];
   for (let t = 0; t < T; t++) {
-    let mean = 0;
-    for (let c = 0; c < C; c++) mean += x[t * C + c];
-    mean /= C;
-    let variance = 0;
-    for (let c = 0; c < C; c++) variance += (x[t * C + c] - mean) ** 2;
-    stats.push({ mean, std: Math.sqrt(variance / C) });
+    const { mean, variance } = moments(x, t, C);
+    stats.push({ mean, std: Math.sqrt(variance) });
   }
   return stats;
 }
