@@ -26,6 +26,7 @@
  * weights with the probes of model_export/probes.py (its extra inputs and outputs).
  */
 import { vendorURL } from "./paths.js";
+import { fetchJson, webgpuAdapter } from "./backend.js";
 import { fetchVerified } from "./download.js";
 import { isOutOfMemory, isRetryable, manifestMessage } from "./errors.js";
 import { memoryProblem } from "./memory.js";
@@ -100,11 +101,6 @@ async function importOrt(backend, threads, tuning) {
   return ort;
 }
 
-async function webgpuAdapter() {
-  if (!navigator.gpu) return null;
-  return navigator.gpu.requestAdapter().catch(() => null);
-}
-
 async function pickBackend(requested, fallback) {
   if (requested === "wasm") return { backend: "wasm", gpuFeatures: [] };
   const adapter = await webgpuAdapter();
@@ -115,19 +111,8 @@ async function pickBackend(requested, fallback) {
 
 /** The parsed manifest, checked for the fields the runtime reads (all faults retryable: the site may be updating). */
 async function readManifest(url) {
-  let response;
-  try {
-    response = await fetch(url, { cache: "no-cache" });
-  } catch {
-    throw tagged(manifestMessage({ kind: "network" }), "network", true);
-  }
-  if (!response.ok) throw tagged(manifestMessage({ kind: "http", status: response.status }), "http", true);
-  let manifest;
-  try {
-    manifest = JSON.parse(await response.text());
-  } catch {
-    throw tagged(manifestMessage({ kind: "json" }), "manifest", true);
-  }
+  // a damaged file is a "manifest" fault, the others keep their kind ("network", "http")
+  const manifest = await fetchJson(url, (fault) => tagged(manifestMessage(fault), fault.kind === "json" ? "manifest" : fault.kind, true));
   const missing = missingManifestField(manifest);
   if (missing) throw tagged(manifestMessage({ kind: "fields", field: missing }), "manifest", true);
   return manifest;
@@ -205,6 +190,61 @@ async function load(request) {
   }
 }
 
+/**
+ * Download one variant's files and the tokenizer's (each checked against its hash) and build
+ * its weights (a compact variant's from its packed files).
+ * @returns {Promise<{graph: Uint8Array, externalData: {path: string, data: Uint8Array}[], fetched: object,
+ *   downloaded: number, expanded: number}>} `fetched`: download.js's result, its `files` left holding the tokenizer's
+ */
+async function fetchVariant(variant, { manifestUrl, tokenizerFiles, inspect, download, notice }) {
+  const { graph, data, index, packed } = variantFiles(variant, { inspect });
+  const listed = index ? [graph, index, ...packed] : [graph, ...data];
+  // The page records them: a reader who leaves before they are in gets them stored later.
+  self.postMessage({ type: "files", baseUrl: manifestUrl, files: [...listed, ...tokenizerFiles] });
+  const fetched = await fetchVerified([...listed, ...tokenizerFiles], {
+    baseUrl: manifestUrl,
+    onProgress: (p) => progress(p.stage, p.message, p),
+    onNotice: notice,
+    ...download,
+  });
+  const downloaded = performance.now();
+  const externalData = index
+    ? expandedData(index, packed, fetched.files)
+    : data.map((piece) => ({ path: piece.location, data: fetched.files.get(piece.path) }));
+  const graphBytes = fetched.files.get(graph.path);
+  for (const f of [graph, ...listed]) fetched.files.delete(f.path); // the session gets its own copy; packed bytes are spent
+  return { graph: graphBytes, externalData, fetched, downloaded, expanded: performance.now() };
+}
+
+/**
+ * The best variant for `target` that onnxruntime-web opens (variants.js rankVariants): each is
+ * downloaded and tried in turn, the next when its session cannot be created (a notice says so);
+ * `bytes` counts every download on the way.
+ */
+async function openBest(manifest, target, { forced, gpuFeatures, needs, presentNames, tuning, notice, ...fetching }) {
+  const where = target === "webgpu" ? "WebGPU" : "WASM";
+  const candidates = rankVariants(manifest, target, { variant: forced, gpuFeatures, needs });
+  const bytes = { fromCache: 0, fromNetwork: 0 };
+  for (const candidate of candidates) {
+    const weights = await fetchVariant(candidate, { ...fetching, notice, inspect: needs.includes(INSPECT) });
+    bytes.fromCache += weights.fetched.fromCache;
+    bytes.fromNetwork += weights.fetched.fromNetwork;
+    progress("session", `Creating the ${where} session…`);
+    try {
+      const session = await ort.InferenceSession.create(weights.graph, sessionOptions(target, weights.externalData, presentNames, tuning));
+      const { fetched, downloaded, expanded } = weights; // onnxruntime holds its own copy of the weights now
+      return { session, variant: candidate, fetched, bytes, downloaded, expanded };
+    } catch (err) {
+      const reason = String((err && err.message) || err).slice(0, 300);
+      if (candidate === candidates[candidates.length - 1]) {
+        throw tagged(`onnxruntime-web could not create the ${candidate.name} session on ${where}: ${reason}`, "session");
+      }
+      notice(`The ${candidate.name} weights do not run on ${where} in this browser (${reason}), so the next variant is used.`);
+    }
+  }
+  throw tagged(`The model has no variant for ${where}.`, "session"); // rankVariants never returns an empty list
+}
+
 async function loadFrom(manifest, picked, { manifestUrl, fallback = false, variant: forced, threads: wanted, needs = [], download = {}, tuning: overrides }) {
   const started = performance.now();
   let tuning;
@@ -221,69 +261,24 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
   const tokenizerFiles = [manifest.tokenizer.vocab, manifest.tokenizer.merges];
   const presentNames = [];
   for (let i = 0; i < manifest.config.n_layer; i++) presentNames.push(`present.${i}.key`, `present.${i}.value`);
-
   const notices = [];
   const notice = (message) => {
     notices.push(message);
     self.postMessage({ type: "notice", message });
   };
-  let bytes = { fromCache: 0, fromNetwork: 0 };
-  let fetched = null;
-  let downloaded = started;
-  let expanded = started;
-
-  /** Download and open the best variant for `target` that onnxruntime-web accepts. */
-  const open = async (target) => {
-    const where = target === "webgpu" ? "WebGPU" : "WASM";
-    const candidates = rankVariants(manifest, target, { variant: forced, gpuFeatures, needs });
-    for (const candidate of candidates) {
-      const { graph, data, index, packed } = variantFiles(candidate, { inspect: needs.includes(INSPECT) });
-      const listed = index ? [graph, index, ...packed] : [graph, ...data];
-      // The page records them: a reader who leaves before they are in gets them stored later.
-      self.postMessage({ type: "files", baseUrl: manifestUrl, files: [...listed, ...tokenizerFiles] });
-      fetched = await fetchVerified([...listed, ...tokenizerFiles], {
-        baseUrl: manifestUrl,
-        onProgress: (p) => progress(p.stage, p.message, p),
-        onNotice: notice,
-        ...download,
-      });
-      bytes = { fromCache: bytes.fromCache + fetched.fromCache, fromNetwork: bytes.fromNetwork + fetched.fromNetwork };
-      downloaded = performance.now();
-      let externalData = data.map((piece) => ({ path: piece.location, data: fetched.files.get(piece.path) }));
-      if (index) {
-        externalData = expandedData(index, packed, fetched.files);
-        for (const f of [index, ...packed]) fetched.files.delete(f.path); // the packed bytes are no longer needed
-      }
-      expanded = performance.now();
-      progress("session", `Creating the ${where} session…`);
-      try {
-        const session = await ort.InferenceSession.create(fetched.files.get(graph.path), sessionOptions(target, externalData, presentNames, tuning));
-        // onnxruntime holds its own copy of the weights now: let the garbage collector have ours.
-        externalData = null;
-        for (const f of [graph, ...data]) fetched.files.delete(f.path);
-        return { session, variant: candidate };
-      } catch (err) {
-        const reason = String((err && err.message) || err).slice(0, 300);
-        if (candidate === candidates[candidates.length - 1]) {
-          throw tagged(`onnxruntime-web could not create the ${candidate.name} session on ${where}: ${reason}`, "session");
-        }
-        notice(`The ${candidate.name} weights do not run on ${where} in this browser (${reason}), so the next variant is used.`);
-      }
-    }
-    throw tagged(`The model has no variant for ${where}.`, "session"); // rankVariants never returns an empty list
-  };
+  const options = { forced, gpuFeatures, needs, notice, manifestUrl, tokenizerFiles, presentNames, tuning, download };
 
   let opened;
   try {
-    opened = await open(backend);
+    opened = await openBest(manifest, backend, options);
   } catch (err) {
     // "auto" chose WebGPU, but nothing runs there: the CPU is slower but works.
     if (!(fallback && backend === "webgpu" && err.kind === "session")) throw err;
     notice(`WebGPU could not run this model in this browser (${err.message}), so it runs on the CPU (WASM) instead.`);
     backend = "wasm";
-    opened = await open(backend);
+    opened = await openBest(manifest, backend, options);
   }
-  const { session, variant } = opened;
+  const { session, variant, fetched, bytes, downloaded, expanded } = opened;
   if (backend === "webgpu") watchDevice();
   const outputs = new Set(session.outputNames || variantOutputs(manifest, variant));
   model = {

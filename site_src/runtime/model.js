@@ -38,6 +38,7 @@
  * (widgets/base.js) turns the offers into buttons that accept and then retry.
  * @module model
  */
+import { fetchJson, webgpuAdapter } from "./backend.js";
 import { MEMORY_OFFERS, dataFileMessage, deviceLostMessage, notSavedOfflineMessage, workerMessage } from "./errors.js";
 import { limits } from "./limits.js";
 import { chooseForMemory, deviceMemoryGB, memoryChoice } from "./memory.js";
@@ -285,20 +286,8 @@ function workerChannel({ onProgress, onNotice, onBroken }) {
 }
 
 /** A JSON file of the model runtime, named `what` in messages. */
-async function fetchJson(url, what) {
-  const fail = (fault) => new ModelError({ message: dataFileMessage(what, fault), kind: fault.kind, retryable: true });
-  let response;
-  try {
-    response = await fetch(url, { cache: "no-cache" });
-  } catch {
-    throw fail({ kind: "network" });
-  }
-  if (!response.ok) throw fail({ kind: "http", status: response.status });
-  try {
-    return JSON.parse(await response.text());
-  } catch {
-    throw fail({ kind: "json" });
-  }
+function readJson(url, what) {
+  return fetchJson(url, (fault) => new ModelError({ message: dataFileMessage(what, fault), kind: fault.kind, retryable: true }));
 }
 
 const INDEX_WHAT = "The site's list of models (models/index.json)";
@@ -306,7 +295,7 @@ let modelIndex = null; // Promise of models/index.json, fetched once per page (a
 
 /** models/index.json: read once per page, not at every widget update (a failed read is retried next time). */
 function readModelIndex() {
-  modelIndex ??= fetchJson(new URL("index.json", modelsURL), INDEX_WHAT).catch((err) => {
+  modelIndex ??= readJson(new URL("index.json", modelsURL), INDEX_WHAT).catch((err) => {
     modelIndex = null;
     throw err;
   });
@@ -341,7 +330,7 @@ async function knownModelName(name) {
 /** Where "auto" runs, and the sentence that says why when it is not WebGPU. */
 async function autoBackend() {
   if (!globalThis.navigator?.gpu) return { backend: "wasm", note: "This browser has no WebGPU, so the model runs on the CPU (WASM)." };
-  const adapter = await navigator.gpu.requestAdapter().catch(() => null);
+  const adapter = await webgpuAdapter();
   return adapter ? { backend: "webgpu", note: "" } : { backend: "wasm", note: "This browser offers no WebGPU adapter, so the model runs on the CPU (WASM)." };
 }
 
