@@ -44,6 +44,7 @@ from .layout import (
     piece_name,
     tensor_bytes,
 )
+from .probes import probe_contract
 from .tokenizer import sha256_file
 from .variants import variant_order
 
@@ -289,6 +290,7 @@ def build_manifest(
         "variants": variants,
         "default_variants": default_variants,
         "variant_order": order,
+        "probes": probe_contract(),  # the inspect graphs' probe inputs (probes.py), for probe-feeds.js
         "tokenizer": {role: file_entry(path, root) for role, path in tokenizer.items()},
         "tables": [file_entry(path, root) for path in tables or []],
         "validation": validation,

@@ -50,7 +50,32 @@ from onnx import TensorProto, helper
 
 from .layout import INSPECT_FILE
 
-PROBE_INPUTS = ("head_scale", "head_add", "resid_scale", "resid_add", "lens_hidden", "unembed_rows", "head_rows")
+# Every probe input, the one owner of their contract: its shape after the batch axis, in the
+# model's sizes (``SIZES``) and the prompt's length ("sequence"); a name ending in "_rows" is a
+# free number of rows, none when the probe is left out; then the value that changes nothing.
+# The manifest carries it (``probe_contract``, as ``probes``) to the browser, whose
+# runtime/probe-feeds.js feeds the inspect graph from it.
+PROBES = {
+    "head_scale": (("layers", "heads", "sequence"), 1.0),
+    "head_add": (("layers", "heads", "sequence", "head_dim"), 0.0),
+    "resid_scale": (("layers", "sequence"), 1.0),
+    "resid_add": (("layers", "sequence", "width"), 0.0),
+    "lens_hidden": (("lens_rows", "width"), 0.0),
+    "unembed_rows": (("unembed_rows", "width"), 0.0),
+    "head_rows": (("layers", "head_rows", "width"), 0.0),
+}
+PROBE_INPUTS = tuple(PROBES)
+
+
+def sizes(config: dict) -> dict[str, int]:
+    """The model's sizes that probe shapes name (``config``: n_layer, n_head, n_embd)."""
+    L, nh, C = config["n_layer"], config["n_head"], config["n_embd"]
+    return {"layers": L, "heads": nh, "head_dim": C // nh, "width": C}
+
+
+def probe_contract() -> dict:
+    """``PROBES`` as the manifest carries it: name -> {shape, neutral}."""
+    return {name: {"shape": list(shape), "neutral": neutral} for name, (shape, neutral) in PROBES.items()}
 
 
 class ProbeError(ValueError):
@@ -58,19 +83,9 @@ class ProbeError(ValueError):
 
 
 def probe_inputs(config: dict) -> list[onnx.ValueInfoProto]:
-    """Graph inputs of the probes, with the model's sizes (``config``: n_layer, n_head, n_embd)."""
-    L, nh, C = config["n_layer"], config["n_head"], config["n_embd"]
-    hd = C // nh
-    f32 = TensorProto.FLOAT
-    return [
-        helper.make_tensor_value_info("head_scale", f32, ["batch", L, nh, "sequence"]),
-        helper.make_tensor_value_info("head_add", f32, ["batch", L, nh, "sequence", hd]),
-        helper.make_tensor_value_info("resid_scale", f32, ["batch", L, "sequence"]),
-        helper.make_tensor_value_info("resid_add", f32, ["batch", L, "sequence", C]),
-        helper.make_tensor_value_info("lens_hidden", f32, ["batch", "lens_rows", C]),
-        helper.make_tensor_value_info("unembed_rows", f32, ["batch", "unembed_rows", C]),
-        helper.make_tensor_value_info("head_rows", f32, ["batch", L, "head_rows", C]),
-    ]
+    """Graph inputs of the probes (``PROBES``), with the model's sizes (``config``: n_layer, n_head, n_embd)."""
+    known = sizes(config)
+    return [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", *(known.get(d, d) for d in shape)]) for name, (shape, _) in PROBES.items()]
 
 
 def probe_outputs(config: dict) -> list[onnx.ValueInfoProto]:
@@ -291,13 +306,10 @@ def write_inspect_graph(graph: str | Path, config: dict, out: str | Path | None 
 
 
 def neutral_probes(config: dict, T: int) -> dict[str, np.ndarray]:
-    """Probe inputs that change nothing, batch of one: scales of 1, adds of 0, no rows for each
-    row input (shapes from ``probe_inputs``), as site_src/runtime/probe-feeds.js feeds them."""
-    feeds = {}
-    for info in probe_inputs(config):
-        dims = [d.dim_value or {"sequence": T, "batch": 1}.get(d.dim_param, 0) for d in info.type.tensor_type.shape.dim]
-        feeds[info.name] = (np.ones if info.name.endswith("_scale") else np.zeros)(dims, np.float32)
-    return feeds
+    """Probe inputs that change nothing, batch of one: each ``PROBES`` value that changes nothing,
+    and no rows for each row input, as site_src/runtime/probe-feeds.js feeds them."""
+    known = {**sizes(config), "sequence": T}
+    return {name: np.full([1, *(known.get(d, 0) for d in shape)], neutral, np.float32) for name, (shape, neutral) in PROBES.items()}
 
 
 class InspectSession:

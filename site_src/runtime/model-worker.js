@@ -49,7 +49,7 @@ const ORT_URL = new URL("ort/", vendorURL).href;
 const ORT_BUNDLES = { webgpu: "ort.webgpu.min.mjs", wasm: "ort.wasm.min.mjs" };
 
 let ort = null;
-let model = null; // {session, config, backend, variant, threads, outputs, inspect, presentNames, kvOnGpu}
+let model = null; // {session, config, backend, variant, threads, outputs, inspect, probes, presentNames, kvOnGpu}
 const stopped = new Set(); // ids of generations asked to stop
 
 function progress(stage, message, extra = {}) {
@@ -289,6 +289,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     threads: backend === "wasm" ? threads : null,
     outputs: [...outputs],
     inspect: needs.includes(INSPECT), // the load asked for the inspect graph: its probes are inputs
+    probes: manifest.probes, // their contract (probe-feeds.js)
     presentNames,
     kvOnGpu: backend === "webgpu",
   };
@@ -393,7 +394,7 @@ function feedsFor(ids, pastLength, past) {
     feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [1, config.n_head, 0, headDim]);
   });
   // an inspect graph's probes, neutral: it then computes what the variant's graph computes
-  if (model.inspect) Object.assign(feeds, probeFeeds(config, T, {}, float32Tensor));
+  if (model.inspect) Object.assign(feeds, probeFeeds(model.probes, config, T, {}, float32Tensor));
   return feeds;
 }
 
@@ -570,7 +571,7 @@ async function inspect({ ids, probes = {}, want = [], lastOnly = false }) {
   if (unknown) throw tagged(`The inspect graph has no output “${unknown}”.`, "input");
   let feeds;
   try {
-    feeds = { ...feedsFor(ids, 0, null), ...probeFeeds(config, ids.length, probes, float32Tensor) };
+    feeds = { ...feedsFor(ids, 0, null), ...probeFeeds(model.probes, config, ids.length, probes, float32Tensor) };
   } catch (err) {
     throw tagged(err.message, "input");
   }

@@ -137,6 +137,9 @@ export function missingManifestField(manifest) {
   if (!(typeof eps === "number" && eps > 0 && Number.isFinite(eps))) return "config.layer_norm_epsilon";
   for (const key of ["vocab", "merges"]) if (!isFileEntry(manifest.tokenizer?.[key])) return `tokenizer.${key}`;
   if (!Array.isArray(manifest.variants) || manifest.variants.length === 0) return "variants";
+  const probes = manifest.probes;
+  const contract = (p) => Array.isArray(p?.shape) && p.shape.every((d) => typeof d === "string") && typeof p.neutral === "number";
+  if (manifest.variants.some((v) => v?.inspect) && !(probes && typeof probes === "object" && Object.values(probes).every(contract))) return "probes";
   for (const [i, v] of manifest.variants.entries()) {
     if (typeof v?.name !== "string") return `name for variants[${i}]`;
     if (!Array.isArray(v.backends)) return `backends for the ${v.name} variant`;

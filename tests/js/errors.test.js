@@ -134,6 +134,22 @@ test("missingManifestField names the first field the runtime cannot do without",
     without((m) => delete m.variants[0].files[0].bytes),
     "complete file list for the q4 variant",
   );
+  const inspectable = (m) => (m.variants[0].inspect = { ...file, path: "q4/inspect.onnx" });
+  assert.equal(without(inspectable), "probes", "an inspect graph needs the probe contract");
+  assert.equal(
+    without((m) => {
+      inspectable(m);
+      m.probes = { head_scale: { shape: ["layers", 2], neutral: 1 } };
+    }),
+    "probes",
+  );
+  assert.equal(
+    without((m) => {
+      inspectable(m);
+      m.probes = { head_scale: { shape: ["layers", "heads", "sequence"], neutral: 1 } };
+    }),
+    null,
+  );
   assert.equal(missingManifestField([1, 2]), "fields at all (it is not a JSON object)");
 });
 

@@ -5,6 +5,7 @@
 // Run with: node --test tests/js/
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { checkPair, klDivergence, rankOf, repeatedTokens, restored, softmax, topProbs } from "../../site_src/runtime/interpret.js";
@@ -13,10 +14,12 @@ import { probeFeeds, probeShapes } from "../../site_src/runtime/probe-feeds.js";
 import { Rng } from "../../site_src/runtime/rng.js";
 
 const CONFIG = { n_layer: 2, n_head: 4, n_embd: 64 };
+// The exporter's probe contract, as every manifest carries it (tests/js/make_probe_fixture.py).
+const PROBES = JSON.parse(readFileSync(new URL("./fixtures/probe_contract.json", import.meta.url), "utf8"));
 const tensor = (data, dims) => ({ data, dims });
 
 test("left out, every probe is neutral: scales of 1, adds of 0, no rows", () => {
-  const feeds = probeFeeds(CONFIG, 5, {}, tensor);
+  const feeds = probeFeeds(PROBES, CONFIG, 5, {}, tensor);
   assert.deepEqual(feeds.head_scale.dims, [2, 4, 5]);
   assert.ok(feeds.head_scale.data.every((v) => v === 1));
   assert.deepEqual(feeds.head_add.dims, [2, 4, 5, 16]);
@@ -28,19 +31,19 @@ test("left out, every probe is neutral: scales of 1, adds of 0, no rows", () => 
   assert.deepEqual(feeds.unembed_rows.dims, [0, 64]);
   assert.deepEqual(feeds.head_rows.dims, [2, 0, 64]);
   assert.equal(feeds.head_rows.data.length, 0);
-  assert.deepEqual(Object.keys(feeds).sort(), Object.keys(probeShapes(CONFIG, 5)).sort());
+  assert.deepEqual(Object.keys(feeds).sort(), Object.keys(probeShapes(PROBES, CONFIG, 5)).sort());
 });
 
 test("row probes take any number of rows; the others exactly their shape", () => {
-  const feeds = probeFeeds(CONFIG, 3, { lens_hidden: new Float32Array(7 * 64), head_rows: new Float32Array(2 * 5 * 64) }, tensor);
+  const feeds = probeFeeds(PROBES, CONFIG, 3, { lens_hidden: new Float32Array(7 * 64), head_rows: new Float32Array(2 * 5 * 64) }, tensor);
   assert.deepEqual(feeds.lens_hidden.dims, [7, 64]);
   assert.deepEqual(feeds.head_rows.dims, [2, 5, 64]);
-  assert.throws(() => probeFeeds(CONFIG, 3, { head_scale: new Float32Array(5) }, tensor), {
+  assert.throws(() => probeFeeds(PROBES, CONFIG, 3, { head_scale: new Float32Array(5) }, tensor), {
     message: "The probe head_scale must hold 2 × 4 × 3 numbers for this 3-token prompt, not 5.",
   });
-  assert.throws(() => probeFeeds(CONFIG, 3, { lens_hidden: new Float32Array(100) }, tensor), /must hold rows × 64 numbers/);
-  assert.throws(() => probeFeeds(CONFIG, 3, { head_scales: new Float32Array(24) }, tensor), /There is no probe “head_scales”/);
-  assert.throws(() => probeFeeds(CONFIG, 3, { head_scale: [1, 2] }, tensor), /must be a Float32Array/);
+  assert.throws(() => probeFeeds(PROBES, CONFIG, 3, { lens_hidden: new Float32Array(100) }, tensor), /must hold rows × 64 numbers/);
+  assert.throws(() => probeFeeds(PROBES, CONFIG, 3, { head_scales: new Float32Array(24) }, tensor), /There is no probe “head_scales”/);
+  assert.throws(() => probeFeeds(PROBES, CONFIG, 3, { head_scale: [1, 2] }, tensor), /must be a Float32Array/);
 });
 
 test("softmax, KL, top-k and rank agree with direct computations", () => {
