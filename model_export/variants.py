@@ -17,7 +17,7 @@ are the usual format; fp16 needs the ``shader-f16`` feature.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class VariantSpec:
     tolerances: dict[str, VariantTolerance]
     description: str
     built_from: str | None = None
-    gpu_features: tuple[str, ...] = field(default=())
+    gpu_features: tuple[str, ...] = ()
 
     @property
     def backends(self) -> tuple[str, ...]:

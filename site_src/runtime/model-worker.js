@@ -212,7 +212,7 @@ async function fetchVariant(variant, { manifestUrl, tokenizerFiles, inspect, dow
     ? expandedData(index, packed, fetched.files)
     : data.map((piece) => ({ path: piece.location, data: fetched.files.get(piece.path) }));
   const graphBytes = fetched.files.get(graph.path);
-  for (const f of [graph, ...listed]) fetched.files.delete(f.path); // the session gets its own copy; packed bytes are spent
+  for (const f of listed) fetched.files.delete(f.path); // the session gets its own copy; packed bytes are spent
   return { graph: graphBytes, externalData, fetched, downloaded, expanded: performance.now() };
 }
 
