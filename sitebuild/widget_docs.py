@@ -41,7 +41,8 @@ class Widget:
     page: dict | None = None
 
 
-DEFINE = re.compile(r'customElements\.define\(\s*["\'](tx-[a-z0-9-]+)["\']')
+# A widget file ends with `define("tx-name", Widget)` (site_src/widgets/widget.js).
+DEFINE = re.compile(r'^define\(\s*["\'](tx-[a-z0-9-]+)["\']', re.M)
 IMPORT = re.compile(r'^\s*import\s[^;]*?from\s+["\'](\.[^"\']+)["\']|^\s*import\s+["\'](\.[^"\']+)["\']', re.M)
 INLINE_ATTRIBUTES = re.compile(r"^Attributes:\s*((?:`[a-z][a-z0-9-]*`(?:,\s*|\s+and\s+)?)+)\s*(?:\(optional\))?,?\s*(.+)$")
 ATTRIBUTE_LINE = re.compile(r"^ {2,}([a-z][a-z0-9-]*(?:, ?[a-z][a-z0-9-]*)*)\s+(\S.*)$")

@@ -11,7 +11,7 @@
  *   // "Python could not start: a runtime file (pyodide.asm.wasm) could not be downloaded (HTTP 404)."
  *
  * The runtimes (Python worker, model worker, download) build their messages with the
- * helpers here; `TxElement.showError` passes whatever reaches a widget through `explain`.
+ * helpers here; `Widget.showError` (widgets/widget.js) passes whatever reaches a widget through `explain`.
  * Works in Web Workers, on the page and under node.
  * @module errors
  */

@@ -381,7 +381,7 @@ export function onPythonProgress(listener) {
  * widget waits (not ready yet, or `computing` an answer), leave its own results and input messages alone, and, when the widget shows
  * a start failure with Retry and Python is restarted by another widget's Retry, re-run this
  * widget's Retry once Python is ready (or show the new failure).
- * @param {import("../widgets/base.js").TxElement} widget
+ * @param {import("../widgets/widget.js").Widget} widget
  * @returns {() => void} unsubscribe
  */
 export function followPython(widget) {

@@ -5,7 +5,7 @@
  *   parseInteger(field.value, { label: "The context", min: 1, max: 1_000_000, unit: "tokens" })
  *   // → 1024, or throws InputError("The context must be a whole number of tokens from 1 to 1,000,000.")
  *
- * A widget shows the error with `this.showError(err)` (base.js) and computes nothing until
+ * A widget shows the error with `this.showError(err)` (widget.js) and computes nothing until
  * the reader fixes the field. Text is read as JavaScript's Number() reads it, after trimming
  * ("1e3" is 1000); "", "abc", "1,5", Infinity and NaN are refused; whole numbers stay within
  * Number.MAX_SAFE_INTEGER.

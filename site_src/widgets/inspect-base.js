@@ -2,16 +2,17 @@
  * What the "Looking inside the model" widgets share: the site's model loaded with its inspect
  * graph (runtime/interpret.js), a badge saying where it runs, the inputs kept in the page address
  * (url-state.js), and long runs (one pass per head or per position) with a progress bar and a
- * Cancel button. A subclass gives `static heading`, `static stateNames`, `body()` and `run(model)`; it calls
- * `this.saveState()` when an input changes and `this.refresh()` to run again.
+ * Cancel button. They are `Widget`s (widget.js) whose `compute` loads the model and calls
+ * `run(model, stale)`: a subclass gives `static heading`, `static stateNames`, `body()` and
+ * `run(model, stale)`, which draws and returns the status line; it calls `this.saveState()` when
+ * an input changes and `this.update()` to run again.
  *
  * Common attributes: `backend` ("auto", "webgpu", "wasm"), `model`, `variant`.
  * @module widgets/inspect-base
  */
-import { loadModel } from "../runtime/model.js";
-import { TxElement, escapeHtml, formatProb, modelBadge, watchModel } from "./base.js";
-import { visible } from "./pipeline/text.js";
+import { escapeHtml, formatProb, visible } from "./base.js";
 import { readState, writeState } from "./url-state.js";
+import { Widget } from "./widget.js";
 
 /** How long after the last keystroke a widget runs again, ms. */
 const INPUT_PAUSE_MS = 300;
@@ -44,7 +45,7 @@ export const INSPECT_CSS = `<style>
   .cols > * { flex: 1 1 16em; min-width: 0; }
 </style>`;
 
-export class TxInspect extends TxElement {
+export class TxInspect extends Widget {
   /** The widget's title line (a subclass sets its own: static, so it cannot shadow a DOM member). */
   static heading = "";
 
@@ -72,25 +73,17 @@ export class TxInspect extends TxElement {
   }
 
   mount() {
-    readState(this, [...COMMON_STATE, ...this.constructor.stateNames]);
+    readState(this.host, [...COMMON_STATE, ...this.constructor.stateNames]);
     const select = this.$('select[name="backend"]');
     select.value = this.getAttribute("backend") ?? "auto";
     if (!select.value) select.value = "auto";
     select.addEventListener("change", () => {
       this.saveState();
-      this.refresh();
+      this.update();
     });
     this.$(".cancel").addEventListener("click", () => this.controller?.abort());
-    this.generation = 0;
-    this.onProgress = (event) => {
-      if (this.dataset.state !== "ready") this.showProgress(event.message, event);
-    };
-    this.setup();
-    this.refresh();
+    super.mount();
   }
-
-  /** Subclass hook: read attributes into the inputs and wire their events (runs before the first refresh). */
-  setup() {}
 
   /**
    * Once the reader has paused typing for INPUT_PAUSE_MS: `beforeRun()`, save the inputs in the
@@ -106,12 +99,15 @@ export class TxInspect extends TxElement {
     clearTimeout(this.pending);
     beforeRun();
     this.saveState();
-    this.refresh();
+    this.update();
   }
 
   /** Write the current inputs into the address (`currentState()` gives them). */
   saveState() {
-    writeState(this, { backend: this.$('select[name="backend"]').value === "auto" ? null : this.$('select[name="backend"]').value, ...this.currentState() });
+    writeState(this.host, {
+      backend: this.$('select[name="backend"]').value === "auto" ? null : this.$('select[name="backend"]').value,
+      ...this.currentState(),
+    });
   }
 
   /** Subclass hook: the values of `stateNames` now. */
@@ -119,35 +115,25 @@ export class TxInspect extends TxElement {
     return {};
   }
 
-  /** Load the model (once per page) and run the widget's computation; stale runs are dropped. */
-  async refresh() {
-    const generation = ++this.generation;
+  /** Load the model (once per page) and run the widget's computation (`run`); its line is drawn. */
+  async compute() {
+    const stale = this.staleCheck();
     this.controller?.abort();
-    const stale = () => generation !== this.generation;
     // At once, not when the model answers: until the new result is drawn, what the widget shows
     // is the old input's, and a pick on it (a cell) is redrawn away.
     this.showProgress(this.model ? "Running again…" : "Starting…");
-    try {
-      const model = await loadModel({
-        model: this.getAttribute("model") || undefined,
-        variant: this.getAttribute("variant") || undefined,
-        backend: this.$('select[name="backend"]').value,
-        needs: ["inspect"],
-        onProgress: this.onProgress,
-      });
-      if (stale()) return;
-      this.watchModel(model);
-      this.showModel(model.info);
-      await this.run(model, stale);
-    } catch (err) {
-      if (stale()) return;
-      this.$(".cancel").hidden = true;
-      if (err?.name === "AbortError") this.showReady(err.message);
-      else this.showError(err, { retry: () => this.refresh() });
-    }
+    const model = await this.useModel({ needs: ["inspect"], backend: this.$('select[name="backend"]').value });
+    if (!model) return null;
+    this.showRandomNote(model.info);
+    return this.run(model, stale);
   }
 
-  /** Subclass hook: compute and draw with `model`; `stale()` is true once a newer run began. */
+  /** The line `run` returned. */
+  draw(line) {
+    return line;
+  }
+
+  /** Subclass hook: compute and draw with `model`, return the status line; `stale()` is true once a newer run began. */
   async run() {}
 
   /**
@@ -184,7 +170,7 @@ export class TxInspect extends TxElement {
   async runLong(label, compute, draw) {
     const generation = this.generation;
     const model = this.model;
-    if (!model) return this.refresh();
+    if (!model) return this.update();
     this.showProgress(`${label}…`); // at once: the first run's progress comes after its first pass
     try {
       const started = performance.now();
@@ -199,21 +185,8 @@ export class TxInspect extends TxElement {
     }
   }
 
-  /** When the model stops working (e.g. the WebGPU device is lost), say so at once, with Retry. */
-  watchModel(model) {
-    watchModel(this, model, (err) => {
-      this.generation++;
-      this.showError(err, { retry: () => this.refresh() });
-    });
-  }
-
-  showModel({ backend, variant, threads, name, notices, randomWeights }) {
-    this.dataset.variant = variant;
-    this.dataset.backend = backend;
-    this.$(".badge").textContent = modelBadge({ backend, variant, threads, name });
-    const box = this.$(".notices");
-    box.textContent = notices.join(" ");
-    box.hidden = notices.length === 0;
+  /** Say when the model has random weights (its numbers then show no structure). */
+  showRandomNote({ name, randomWeights }) {
     const random = this.$(".random-note");
     random.hidden = !randomWeights;
     random.textContent = randomWeights

@@ -22,6 +22,7 @@ import { escapeHtml } from "./base.js";
 import { gridStep } from "./grid.js";
 import { parseInteger, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const DEFAULT_SENTENCE = "The cat sat on the mat because it was tired";
 const MAX_HEADS = 8;
@@ -218,4 +219,4 @@ class TxAttention extends TxLab {
   }
 }
 
-customElements.define("tx-attention", TxAttention);
+define("tx-attention", TxAttention);

@@ -18,6 +18,7 @@ import { modelsURL } from "../runtime/paths.js";
 import { escapeHtml } from "./base.js";
 import { InputError } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const CORPUS = "the cat sat on the mat. the cats sat on the mats, and the rat sat on a hat.";
 const STYLE = `
@@ -150,4 +151,4 @@ class TxBpe extends TxLab {
   }
 }
 
-customElements.define("tx-bpe", TxBpe);
+define("tx-bpe", TxBpe);

@@ -18,6 +18,7 @@ import { callDemo } from "../runtime/python.js";
 import { attributeValues, escapeHtml } from "./base.js";
 import { parseInteger, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const SHOWN_PER_STEP = 10;
 const METHOD_NAMES = { greedy: "Greedy", beam: "Beam search", sample: "Sampling" };
@@ -249,4 +250,4 @@ class TxDecoding extends TxLab {
   }
 }
 
-customElements.define("tx-decoding", TxDecoding);
+define("tx-decoding", TxDecoding);

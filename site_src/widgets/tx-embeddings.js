@@ -15,6 +15,7 @@ import { escapeHtml } from "./base.js";
 import { divergingColour } from "./format.js";
 import { InputError, parseSelect } from "./inputs.js";
 import { FIGURE_CSS, TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const STYLE = `
   .words { display: flex; flex-wrap: wrap; gap: 0.2em 0.9em; margin-bottom: 0.6em; border: 0; padding: 0; }
@@ -136,4 +137,4 @@ class TxEmbeddings extends TxLab {
   }
 }
 
-customElements.define("tx-embeddings", TxEmbeddings);
+define("tx-embeddings", TxEmbeddings);

@@ -19,6 +19,7 @@ import { callDemo, StoppedError } from "../runtime/python.js";
 import { InputError, parseNumber } from "./inputs.js";
 import { CODE_BOX_CSS, CODE_HELP, RESULT_LINE, codeBoxHTML, codeBoxKeys, showPythonEnded, showResultPanel } from "./code-box.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
 
@@ -77,8 +78,7 @@ class TxExercise extends TxLab {
     this.$(".code").addEventListener("keydown", codeBoxKeys({ check: () => this.check(), busy: () => this.$('button[name="check"]').disabled }));
   }
 
-  disconnectedCallback() {
-    super.disconnectedCallback();
+  unmount() {
     this.stopper?.abort();
   }
 
@@ -209,4 +209,4 @@ class TxExercise extends TxLab {
   }
 }
 
-customElements.define("tx-exercise", TxExercise);
+define("tx-exercise", TxExercise);

@@ -13,6 +13,7 @@ import { callDemo } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
 import { InputError, parseInteger, readNumber } from "./inputs.js";
 import { FIGURE_CSS, TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const POINTS = 201;
 const STYLE = `
@@ -137,4 +138,4 @@ class TxFfn extends TxLab {
   }
 }
 
-customElements.define("tx-ffn", TxFfn);
+define("tx-ffn", TxFfn);

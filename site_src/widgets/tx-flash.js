@@ -17,6 +17,7 @@ import { callDemo } from "../runtime/python.js";
 import { formatBinaryBytes } from "./format.js";
 import { InputError, parseInteger, parseSelect, readNumber } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const D = 4;
 const DV = 2;
@@ -201,4 +202,4 @@ class TxFlash extends TxLab {
   }
 }
 
-customElements.define("tx-flash", TxFlash);
+define("tx-flash", TxFlash);

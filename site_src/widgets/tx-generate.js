@@ -22,9 +22,10 @@
  * token ids), `data-tokens-per-second`, `data-backend`, `data-variant`; each token span
  * has `data-id`, `data-prob`, `data-sample-prob` and `data-top` (JSON [{id, prob}]).
  */
-import { loadModel } from "../runtime/model.js";
 import { MAX_SEED } from "../runtime/rng.js";
-import { TxElement, escapeHtml, formatProb, modelBadge, watchModel } from "./base.js";
+import { escapeHtml, formatProb, visible } from "./base.js";
+import { InputError } from "./inputs.js";
+import { Widget, define } from "./widget.js";
 
 /** Probability bands: lower bound, class, underline style named in the key. */
 const BANDS = [
@@ -36,11 +37,6 @@ const BANDS = [
 ];
 
 const band = (p) => BANDS.find((b) => p >= b.min);
-
-/** Make spaces and line breaks in a token visible in lists. */
-function visible(text) {
-  return text.replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\t/g, "⇥");
-}
 
 const STYLE = `
   .buttons button { font: inherit; padding: 0.25em 0.9em; }
@@ -72,10 +68,10 @@ const STYLE = `
   .alts tr.chosen { font-weight: 700; }
   .alts .head { margin-bottom: 0.3em; }
   .wrap { position: relative; }
-  .notice { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
+  .notices { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
 `;
 
-class TxGenerate extends TxElement {
+class TxGenerate extends Widget {
   template() {
     const legend = BANDS.map((b) => `<span><span class="tok ${b.cls}">${b.label}</span> ${b.line}</span>`).join("");
     return `
@@ -107,10 +103,10 @@ class TxGenerate extends TxElement {
         <div class="alts" role="tooltip" id="alts" hidden></div>
       </div>
       <div class="legend" aria-label="Key: probability the model gave each new token">Probability the model gave the token: ${legend}</div>
-      <p class="notice" role="note" hidden></p>`;
+      <p class="notices" role="note" hidden></p>`;
   }
 
-  mount() {
+  setup() {
     const attr = (name, fallback) => this.getAttribute(name) ?? fallback;
     this.$("textarea").value = attr("prompt", "The Transformer is a");
     this.input("maxNewTokens").value = attr("max-new-tokens", "40");
@@ -122,20 +118,20 @@ class TxGenerate extends TxElement {
     this.dataset.runs = "0";
     this.dataset.running = "false";
 
-    this.$(".go").addEventListener("click", () => this.start());
-    this.$(".stop").addEventListener("click", () => this.run?.stop());
-    this.$("select").addEventListener("change", () => this.prepare());
+    this.$(".go").addEventListener("click", () => this.generate());
+    this.$(".stop").addEventListener("click", () => this.stream?.stop());
+    this.$("select").addEventListener("change", () => this.load());
     this.$("textarea").addEventListener("keydown", (event) => {
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
         event.preventDefault();
-        this.start();
+        this.generate();
       }
     });
-    this.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.run) this.run.stop();
+    this.host.addEventListener("keydown", (event) => {
+      if (event.key === "Escape" && this.stream) this.stream.stop();
     });
     for (const input of this.shadowRoot.querySelectorAll(".grid input")) {
-      input.addEventListener("input", () => this.readSettings(false));
+      input.addEventListener("input", () => this.settingsChanged());
     }
     const output = this.$(".continuation");
     output.addEventListener("mouseover", (event) => this.showAlternatives(event.target.closest(".tok")));
@@ -143,11 +139,15 @@ class TxGenerate extends TxElement {
     output.addEventListener("focusin", (event) => this.showAlternatives(event.target.closest(".tok")));
     output.addEventListener("focusout", () => this.hideAlternatives());
     output.addEventListener("keydown", (event) => this.moveFocus(event));
-    this.prepare();
   }
 
-  disconnectedCallback() {
-    this.run?.stop();
+  /** Load the model; the reader starts a run (`generate`). */
+  start() {
+    this.load();
+  }
+
+  unmount() {
+    this.stream?.stop();
   }
 
   input(name) {
@@ -155,55 +155,47 @@ class TxGenerate extends TxElement {
   }
 
   /** Load (or reuse) the model for the chosen backend and show where it runs. */
-  async prepare() {
-    const ticket = (this.loadTicket = (this.loadTicket || 0) + 1);
+  async load() {
+    this.generation++; // a load for another backend still on its way is dropped
+    const stale = this.staleCheck();
     this.$(".go").disabled = true;
     try {
-      const model = await loadModel({
-        model: this.getAttribute("model") || undefined,
-        variant: this.getAttribute("variant") || undefined,
-        backend: this.$("select").value,
-        onProgress: (event) => {
-          if (ticket === this.loadTicket && this.dataset.state !== "ready") this.showProgress(event.message, event);
-        },
-      });
-      if (ticket !== this.loadTicket) return null;
-      this.showModel(model.info);
-      watchModel(this, model, (err) => {
-        this.$(".go").disabled = true;
-        this.showError(err, { retry: () => this.prepare() });
-      });
-      if (this.dataset.running !== "true") {
-        this.$(".go").disabled = false;
-        const where = model.info.backendNote ? `${model.info.backendNote} ` : "";
-        if (this.readSettings(false)) this.showReady(`${where}Ready: press Generate (or Ctrl+Enter in the prompt).`);
-      }
-      return model;
+      const model = await this.useModel({ backend: this.$("select").value });
+      if (!model) return;
+      this.input("maxNewTokens").max = String(model.info.config.n_positions);
+      this.input("topK").max = String(model.info.config.vocab_size);
+      if (this.dataset.running === "true") return;
+      this.$(".go").disabled = false;
+      const where = model.info.backendNote ? `${model.info.backendNote} ` : "";
+      this.settings();
+      this.showReady(`${where}Ready: press Generate (or Ctrl+Enter in the prompt).`);
     } catch (err) {
-      if (ticket !== this.loadTicket) return null;
+      if (stale()) return;
+      if (err instanceof InputError) return this.showError(err);
       this.model = null;
-      this.showError(err, { retry: () => this.prepare() });
-      return null;
+      this.showError(err, { retry: () => this.load() });
     }
   }
 
-  showModel(info) {
-    const { backend, variant, notices } = info;
-    this.dataset.backend = backend;
-    this.dataset.variant = variant;
-    this.$(".badge").textContent = modelBadge(info);
-    const box = this.$(".notice");
-    box.textContent = notices.join(" ");
-    box.hidden = notices.length === 0;
-    this.input("maxNewTokens").max = String(info.config.n_positions);
-    this.input("topK").max = String(info.config.vocab_size);
+  /** The Generate button (and Ctrl+Enter): a run, unless one is running. */
+  generate() {
+    if (this.dataset.running !== "true") this.update();
+  }
+
+  /** After a fault: run again when the model is there, else load it. */
+  rerun() {
+    return this.model ? this.update() : this.load();
+  }
+
+  modelLost() {
+    this.$(".go").disabled = true;
   }
 
   /**
-   * Read and check the settings; on a problem, mark the field and show why.
-   * @returns {object|null} generate() options, or null when a field is invalid
+   * The settings as `generate()` options, each field marked valid or not.
+   * @throws {InputError} naming the first field that is not valid (Generate is then disabled)
    */
-  readSettings(report = true) {
+  settings() {
     const limits = this.model?.info.config ?? { n_positions: Infinity, vocab_size: Infinity };
     const checks = {
       maxNewTokens: (v) =>
@@ -224,28 +216,37 @@ class TxGenerate extends TxElement {
       const value = name === "seed" && text === "" ? null : text === "" ? NaN : Number(text);
       const message = check(value);
       field.setAttribute("aria-invalid", message ? "true" : "false");
-      if (message && !problem) problem = message;
+      if (message && !problem) problem = new InputError(message, name);
       if (value !== null) options[name] = value;
     }
     if (problem) {
-      if (report || this.dataset.state !== "loading") this.showError(problem);
       this.$(".go").disabled = true;
-      return null;
+      throw problem;
     }
-    if (this.dataset.state === "error" && this.model && this.dataset.running !== "true") {
-      this.showReady("Ready: press Generate.");
-    }
-    if (this.model && this.dataset.running !== "true") this.$(".go").disabled = false;
     return options;
   }
 
-  async start() {
-    if (this.dataset.running === "true") return;
-    const options = this.readSettings(true);
-    if (!options) return;
-    const model = this.model || (await this.prepare());
-    if (!model) return;
-    const prompt = this.$("textarea").value;
+  /** A setting was edited: say what is wrong with it, or that Generate may run again. */
+  settingsChanged() {
+    try {
+      this.settings();
+    } catch (err) {
+      if (this.dataset.state !== "loading") this.showError(err);
+      return;
+    }
+    if (!this.model || this.dataset.running === "true") return;
+    if (this.dataset.state === "error") this.showReady("Ready: press Generate.");
+    this.$(".go").disabled = false;
+  }
+
+  request() {
+    return { prompt: this.$("textarea").value, options: this.settings() };
+  }
+
+  /** One run: each token drawn as it comes; the run's result (seed, reason, speed) at the end. */
+  async compute({ prompt, options }) {
+    const model = this.model || (await this.useModel({ backend: this.$("select").value }));
+    if (!model) return null;
     this.$(".given").textContent = prompt;
     const out = this.$(".continuation");
     out.innerHTML = "";
@@ -255,13 +256,14 @@ class TxGenerate extends TxElement {
     this.dataset.running = "true";
     this.$(".go").disabled = true;
     this.$(".stop").disabled = false;
+    this.$("select").disabled = true;
     this.$(".rate").textContent = "";
     this.showProgress(prompt ? "Reading the prompt…" : "Empty prompt: starting from <|endoftext|>…");
     const ids = [];
-    let run;
+    let stream;
     try {
-      run = this.run = model.generate(prompt, options);
-      for await (const token of run) {
+      stream = this.stream = model.generate(prompt, options);
+      for await (const token of stream) {
         ids.push(token.id);
         this.dataset.ids = JSON.stringify(ids);
         out.insertAdjacentHTML("beforeend", this.tokenHtml(token));
@@ -269,22 +271,26 @@ class TxGenerate extends TxElement {
         this.showRate(ids.length, token.tokensPerSecond);
         if (this.dataset.state !== "ready") this.showReady("Generating… (Stop or Esc ends it)");
       }
-      const result = await run.result;
-      if (result.tail) out.insertAdjacentText("beforeend", result.tail);
-      this.dataset.seed = String(result.seed);
-      this.dataset.reason = result.reason;
-      this.showRate(result.newTokens, result.tokensPerSecond, result);
-      this.showReady(`${result.message} Seed ${result.seed}.`);
+      return await stream.result;
     } catch (err) {
       this.dataset.reason = "error";
-      this.showError(err, { retry: () => (this.model ? this.start() : this.prepare()) });
+      throw err;
     } finally {
-      if (this.run === run) this.run = null;
+      if (this.stream === stream) this.stream = null;
       this.dataset.running = "false";
       this.dataset.runs = String(Number(this.dataset.runs) + 1);
       this.$(".stop").disabled = true;
+      this.$("select").disabled = false;
       this.$(".go").disabled = !this.model;
     }
+  }
+
+  draw(result) {
+    if (result.tail) this.$(".continuation").insertAdjacentText("beforeend", result.tail);
+    this.dataset.seed = String(result.seed);
+    this.dataset.reason = result.reason;
+    this.showRate(result.newTokens, result.tokensPerSecond, result);
+    return `${result.message} Seed ${result.seed}.`;
   }
 
   tokenHtml(token) {
@@ -344,4 +350,4 @@ class TxGenerate extends TxElement {
   }
 }
 
-customElements.define("tx-generate", TxGenerate);
+define("tx-generate", TxGenerate);

@@ -18,6 +18,7 @@ import { callDemo } from "../runtime/python.js";
 import { escapeHtml, formatProb } from "./base.js";
 import { InputError } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const TOP = 8;
 
@@ -210,4 +211,4 @@ class TxGuided extends TxLab {
   }
 }
 
-customElements.define("tx-guided", TxGuided);
+define("tx-guided", TxGuided);

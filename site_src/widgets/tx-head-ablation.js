@@ -15,6 +15,7 @@ import { ablateHeads, headImportance, topProbs } from "../runtime/interpret.js";
 import { PROMPT_FIELD, formatProb } from "./base.js";
 import { headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
+import { define } from "./widget.js";
 
 const MAX_TOKENS = 32;
 const TOP = 10;
@@ -103,7 +104,7 @@ class TxHeadAblation extends TxInspect {
     this.$(".summary").textContent = heads.length
       ? `KL(before ‖ after) = ${kl.toPrecision(3)} nats. The top token “${this.pieceText(model, top[0].id)}” goes from ${formatProb(before[top[0].id])} to ${formatProb(after[top[0].id])}.`
       : `Name heads to switch off (layer.head) for ${mode === "mean" ? "mean" : "zero"} ablation, or map every head below and click one.`;
-    this.showReady(`${ids.length} tokens; ${heads.length} head${heads.length === 1 ? "" : "s"} off.`);
+    return `${ids.length} tokens; ${heads.length} head${heads.length === 1 ? "" : "s"} off.`;
   }
 
   /** Ablate every head alone and draw the KL of each. */
@@ -126,4 +127,4 @@ class TxHeadAblation extends TxInspect {
   }
 }
 
-customElements.define("tx-head-ablation", TxHeadAblation);
+define("tx-head-ablation", TxHeadAblation);

@@ -18,6 +18,7 @@ import { argmax } from "../runtime/sampler.js";
 import { gridHTML, headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
 import { heatmap, showCellValues } from "./pipeline/figures.js";
+import { define } from "./widget.js";
 
 const LENGTH = { min: 4, max: 100 };
 
@@ -125,7 +126,7 @@ class TxInduction extends TxInspect {
       `<|endoftext|> and ${half} random tokens, written twice (${ids.length} tokens). Top head: ${this.dataset.top}, score ${scores[top].toFixed(3)}.`;
     const [l, h] = (this.head && parseHeads(this.head, model.info.config)[0]) || [Math.floor(top / nh), top % nh];
     this.drawPattern(l, h);
-    this.showReady(`Mean loss ${mean(first).toFixed(2)} nats on the first copy, ${mean(second).toFixed(2)} on the second.`);
+    return `Mean loss ${mean(first).toFixed(2)} nats on the first copy, ${mean(second).toFixed(2)} on the second.`;
   }
 
   drawPattern(l, h) {
@@ -141,4 +142,4 @@ class TxInduction extends TxInspect {
   }
 }
 
-customElements.define("tx-induction", TxInduction);
+define("tx-induction", TxInduction);

@@ -16,6 +16,7 @@ import { escapeHtml } from "./base.js";
 import { formatBinaryBytes, formatScientific } from "./format.js";
 import { parseInteger, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -121,4 +122,4 @@ class TxKvCache extends TxLab {
   }
 }
 
-customElements.define("tx-kv-cache", TxKvCache);
+define("tx-kv-cache", TxKvCache);

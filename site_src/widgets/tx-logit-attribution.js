@@ -16,6 +16,7 @@ import { logitAttribution } from "../runtime/interpret.js";
 import { PROMPT_FIELD } from "./base.js";
 import { gridHTML, headGridHTML, maxAbs } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
+import { define } from "./widget.js";
 
 const MAX_TOKENS = 32;
 const LARGEST = 6;
@@ -106,8 +107,8 @@ class TxLogitAttribution extends TxInspect {
       `Logit of “${this.pieceText(model, parts.token)}”: ${parts.logit.toFixed(3)} = heads ${signed(heads.reduce((s, v) => s + v, 0))} ` +
       `+ MLPs ${signed(mlps.reduce((s, v) => s + v, 0))} + embeddings ${signed(parts.embeddings)} + attention biases ${signed(parts.attnBias)} ` +
       `+ the final LayerNorm's bias ${signed(parts.rest)}.`;
-    this.showReady(`${L * nh} heads and ${L} MLPs at the last of ${ids.length} tokens.`);
+    return `${L * nh} heads and ${L} MLPs at the last of ${ids.length} tokens.`;
   }
 }
 
-customElements.define("tx-logit-attribution", TxLogitAttribution);
+define("tx-logit-attribution", TxLogitAttribution);

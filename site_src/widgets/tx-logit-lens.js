@@ -17,6 +17,7 @@ import { argmax } from "../runtime/sampler.js";
 import { PROMPT_FIELD, escapeHtml, formatProb } from "./base.js";
 import { gridHTML, onCellPick } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
+import { define } from "./widget.js";
 
 const MAX_TOKENS = 32;
 const TOP = 10;
@@ -83,9 +84,7 @@ class TxLogitLens extends TxInspect {
     this.drawGrid(model);
     this.drawFinal(model);
     this.showTop();
-    this.showReady(
-      `${T} positions × ${layers} readings (the embeddings and ${layers - 1} blocks) in ${((performance.now() - started) / 1000).toFixed(2)} s. Click a cell for its top ${TOP}.`,
-    );
+    return `${T} positions × ${layers} readings (the embeddings and ${layers - 1} blocks) in ${((performance.now() - started) / 1000).toFixed(2)} s. Click a cell for its top ${TOP}.`;
   }
 
   /** An index attribute in [0, n), or `fallback`; a bad value is an error the reader sees. */
@@ -147,4 +146,4 @@ class TxLogitLens extends TxInspect {
   }
 }
 
-customElements.define("tx-logit-lens", TxLogitLens);
+define("tx-logit-lens", TxLogitLens);

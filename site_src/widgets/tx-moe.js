@@ -14,6 +14,7 @@
 import { callDemo } from "../runtime/python.js";
 import { InputError, parseInteger, parseSelect } from "./inputs.js";
 import { FIGURE_CSS, TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -156,4 +157,4 @@ class TxMoe extends TxLab {
   }
 }
 
-customElements.define("tx-moe", TxMoe);
+define("tx-moe", TxMoe);

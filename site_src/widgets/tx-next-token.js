@@ -13,19 +13,14 @@
  * A download that fails (missing, truncated or corrupted file, stalled server) shows
  * its message and a Retry button; files already checked come from Cache Storage.
  */
-import { loadModel } from "../runtime/model.js";
 import { topK } from "../runtime/probs.js";
-import { PROMPT_FIELD, TxElement, escapeHtml, formatProb, modelBadge, watchModel } from "./base.js";
+import { PROMPT_FIELD, escapeHtml, formatProb, visible } from "./base.js";
 import { readState, writeState } from "./url-state.js";
+import { Widget, define } from "./widget.js";
 
 const TOP = 10;
 
-/** Make spaces and line breaks in a token visible. */
-function visible(text) {
-  return text.replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\t/g, "⇥");
-}
-
-class TxNextToken extends TxElement {
+class TxNextToken extends Widget {
   template() {
     return `
       <div class="title">What comes next? <span class="badge" title="Where the model runs"></span></div>
@@ -36,91 +31,56 @@ class TxNextToken extends TxElement {
         </select></label>
         <span class="tokens" aria-label="Tokens"></span>
       </div>
-      <p class="notice" role="note" hidden></p>
+      <p class="notices" role="note" hidden></p>
       <table class="topk"><thead><tr><th>#</th><th>token</th><th>id</th><th>probability</th></tr></thead><tbody></tbody></table>
       <style>
-        .notice { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
+        .notices { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
       </style>`;
   }
 
-  mount() {
-    readState(this, ["prompt", "backend"]); // a shared link's prompt (url-state.js)
+  setup() {
+    readState(this.host, ["prompt", "backend"]); // a shared link's prompt (url-state.js)
     const text = this.$("textarea");
     text.value = this.getAttribute("prompt") ?? "The Transformer is a";
     const select = this.$("select");
     select.value = this.getAttribute("backend") ?? "auto";
-    const save = () => writeState(this, { prompt: text.value, backend: select.value === "auto" ? null : select.value });
-    let timer = null;
+    const save = () => writeState(this.host, { prompt: text.value, backend: select.value === "auto" ? null : select.value });
     text.addEventListener("input", () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        save();
-        this.update();
-      }, 250);
+      save();
+      this.updateSoon(250);
     });
     select.addEventListener("change", () => {
       save();
       this.update();
     });
-    this.generation = 0;
-    this.onProgress = (event) => {
-      if (this.dataset.state !== "ready") this.showProgress(event.message, event);
-    };
-    this.update();
   }
 
-  async update() {
-    const generation = ++this.generation;
-    const stale = () => generation !== this.generation;
-    try {
-      const model = await loadModel({
-        model: this.getAttribute("model") || undefined,
-        variant: this.getAttribute("variant") || undefined,
-        backend: this.$("select").value,
-        onProgress: this.onProgress,
-      });
-      if (stale()) return;
-      this.watchModel(model);
-      this.showBadge(model.info);
-      this.showNotices(model.info.notices);
-      const ids = model.tokenizer.encode(this.$("textarea").value);
-      this.showTokens(model.tokenizer, ids);
-      if (ids.length === 0) {
-        this.$("tbody").innerHTML = "";
-        this.showReady("Type some text to see the model's guesses.");
-        return;
-      }
-      this.showProgress("Running the model…");
-      const { logits } = await model.forward(ids);
-      if (stale()) return;
-      this.render(model.tokenizer, topK(logits, TOP));
-      const where = model.info.backendNote ? ` ${model.info.backendNote}` : "";
-      this.showReady(`${ids.length} token${ids.length === 1 ? "" : "s"} in, one distribution over ${logits.length.toLocaleString("en")} tokens out.${where}`);
-    } catch (err) {
-      if (stale()) return;
-      this.showError(err, { retry: () => this.update() });
+  /** The prompt's tokens and the model's distribution over the next one (none for an empty prompt). */
+  async compute() {
+    const stale = this.staleCheck();
+    const model = await this.useModel({ backend: this.$("select").value });
+    if (!model) return null;
+    const ids = model.tokenizer.encode(this.$("textarea").value);
+    this.showTokens(model.tokenizer, ids);
+    if (ids.length === 0) return { model, ids, logits: null };
+    this.showProgress("Running the model…");
+    const { logits } = await model.forward(ids);
+    return stale() ? null : { model, ids, logits };
+  }
+
+  draw({ model, ids, logits }) {
+    if (!logits) {
+      this.$("tbody").innerHTML = "";
+      return "Type some text to see the model's guesses.";
     }
+    this.render(model.tokenizer, topK(logits, TOP));
+    const where = model.info.backendNote ? ` ${model.info.backendNote}` : "";
+    return `${ids.length} token${ids.length === 1 ? "" : "s"} in, one distribution over ${logits.length.toLocaleString("en")} tokens out.${where}`;
   }
 
-  /** When the model stops working (e.g. the WebGPU device is lost), say so at once, with Retry. */
-  watchModel(model) {
-    watchModel(this, model, (err) => {
-      this.generation++; // a forward pass of the lost model must not draw over the message
-      this.$("tbody").innerHTML = ""; // its numbers are no longer the model's
-      this.showError(err, { retry: () => this.update() });
-    });
-  }
-
-  showNotices(notices) {
-    const box = this.$(".notice");
-    box.textContent = notices.join(" ");
-    box.hidden = notices.length === 0;
-  }
-
-  showBadge(info) {
-    this.dataset.variant = info.variant;
-    this.$(".badge").textContent = modelBadge(info);
-    this.dataset.backend = info.backend;
+  /** The lost model's numbers are no longer the model's. */
+  modelLost() {
+    this.$("tbody").innerHTML = "";
   }
 
   showTokens(tokenizer, ids) {
@@ -145,4 +105,4 @@ class TxNextToken extends TxElement {
   }
 }
 
-customElements.define("tx-next-token", TxNextToken);
+define("tx-next-token", TxNextToken);

@@ -14,6 +14,7 @@
 import { callDemo } from "../runtime/python.js";
 import { InputError, describeRange, parseInteger, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const STYLE = `
   .controls input[type=text], .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; min-width: 0; }
@@ -175,4 +176,4 @@ class TxNorms extends TxLab {
   }
 }
 
-customElements.define("tx-norms", TxNorms);
+define("tx-norms", TxNorms);

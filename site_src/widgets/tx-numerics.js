@@ -19,6 +19,7 @@ import { callDemo } from "../runtime/python.js";
 import { attributeValues, escapeHtml } from "./base.js";
 import { InputError, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const DIGITS = { float16: 5, float32: 9, float64: 17 }; // enough to tell adjacent numbers apart
 const ORDER_NAMES = {
@@ -228,4 +229,4 @@ class TxNumerics extends TxLab {
   }
 }
 
-customElements.define("tx-numerics", TxNumerics);
+define("tx-numerics", TxNumerics);

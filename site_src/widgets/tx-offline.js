@@ -14,7 +14,8 @@
  */
 import { CACHE_NAME as MODEL_CACHE } from "../runtime/download.js";
 import { modelsURL } from "../runtime/paths.js";
-import { TxElement, escapeHtml, formatBytes } from "./base.js";
+import { escapeHtml, formatBytes } from "./base.js";
+import { Widget, define } from "./widget.js";
 
 const BUILD_URL = new URL("../runtime/offline-build.js", import.meta.url).href;
 const SITE_ROOT = new URL("../../../", import.meta.url).href;
@@ -56,7 +57,7 @@ async function sizeOf(response) {
   return (await response.blob()).size;
 }
 
-class TxOffline extends TxElement {
+class TxOffline extends Widget {
   template() {
     return `<style>${STYLE}</style>
       <div class="facts"><p class="worker"></p></div>
@@ -66,14 +67,13 @@ class TxOffline extends TxElement {
       <div class="actions"><button type="button" class="fill" hidden>Make everything available offline</button></div>`;
   }
 
-  mount() {
+  setup() {
     this.$(".fill").addEventListener("click", () => this.makeAvailable());
     // The worker takes the page over a moment after its first visit: say so when it does.
     navigator.serviceWorker?.addEventListener("controllerchange", () => {
       if (this.dataset.state !== "loading") this.update();
     });
     this.showProgress("Looking at this browser's storage…");
-    this.update();
   }
 
   /** The build's offline facts, or null when this widget is not on the book's own site. */
@@ -83,38 +83,44 @@ class TxOffline extends TxElement {
     return this.offline;
   }
 
-  /** Read everything again and redraw; ends ready, or with an error in words. */
-  async update({ quiet = false } = {}) {
-    try {
-      const build = await this.build();
-      if (!build) {
-        this.dataset.worker = "unavailable";
-        this.$(".worker").innerHTML = `This widget describes the offline copy of the book on its own site: open
-          <a href="${escapeHtml(SITE_ROOT)}offline/" target="_blank" rel="noopener">Reading offline</a> there.`;
-        this.showReady();
-        return;
-      }
-      const worker = this.workerState();
-      this.dataset.worker = worker.state;
-      this.$(".worker").textContent = worker.text;
-      if (!globalThis.caches) {
-        this.$("table").hidden = true;
-        this.$(".fill").hidden = true;
-        this.$(".worker").textContent = "This browser offers no Cache Storage here (private mode, or storage turned off): the book works online only.";
-        await this.showStorage();
-        this.showReady();
-        return;
-      }
-      const rows = await this.rows(build);
-      this.drawRows(rows);
-      await this.showStorage();
-      this.complete = rows.every((r) => r.offline === "yes");
-      this.$(".fill").hidden = worker.state === "unavailable";
-      this.$(".fill").textContent = this.complete ? "Check again for missing files" : "Make everything available offline";
-      if (!quiet) this.showReady(this.complete ? "Everything is available offline." : "");
-    } catch (err) {
-      this.showError(err, { retry: () => this.update() });
+  /** What this browser keeps: the service worker's state, one row per part (none without Cache Storage). */
+  async compute() {
+    const build = await this.build();
+    if (!build) return { build };
+    const worker = this.workerState();
+    const rows = globalThis.caches ? await this.rows(build) : null;
+    return { build, worker, rows };
+  }
+
+  /**
+   * Draw the parts and the storage; the line says whether everything is offline.
+   * @param {object} state from `compute`
+   * @param {object} request
+   * @param {{filled?: boolean}} [options] `filled`: after "Make everything available offline"
+   */
+  async draw({ build, worker, rows }, request, { filled = false } = {}) {
+    if (!build) {
+      this.dataset.worker = "unavailable";
+      this.$(".worker").innerHTML = `This widget describes the offline copy of the book on its own site: open
+        <a href="${escapeHtml(SITE_ROOT)}offline/" target="_blank" rel="noopener">Reading offline</a> there.`;
+      return "";
     }
+    this.dataset.worker = worker.state;
+    this.$(".worker").textContent = worker.text;
+    if (!rows) {
+      this.$("table").hidden = true;
+      this.$(".fill").hidden = true;
+      this.$(".worker").textContent = "This browser offers no Cache Storage here (private mode, or storage turned off): the book works online only.";
+      await this.showStorage();
+      return "";
+    }
+    this.drawRows(rows);
+    await this.showStorage();
+    this.complete = rows.every((r) => r.offline === "yes");
+    this.$(".fill").hidden = worker.state === "unavailable";
+    this.$(".fill").textContent = this.complete ? "Check again for missing files" : "Make everything available offline";
+    if (filled) return this.complete ? "Everything is available offline." : "Some files could not be stored: see the table.";
+    return this.complete ? "Everything is available offline." : "";
   }
 
   workerState() {
@@ -233,15 +239,15 @@ class TxOffline extends TxElement {
         onProgress: (p) => this.showProgress(p.message || "Downloading the model's weights", p),
       });
       handle.dispose?.();
-      await this.update({ quiet: true });
-      this.showReady(this.complete ? "Everything is available offline." : "Some files could not be stored: see the table.");
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       error.retryable = true;
       this.showError(error, { retry: () => this.makeAvailable() });
+      return;
     } finally {
       button.disabled = false;
     }
+    await this.update({ filled: true });
   }
 
   /** Ask the service worker to store the groups' missing files; progress in bytes. */
@@ -260,4 +266,4 @@ class TxOffline extends TxElement {
   }
 }
 
-customElements.define("tx-offline", TxOffline);
+define("tx-offline", TxOffline);

@@ -18,6 +18,7 @@
 import { checkPair, patchHeads, patchResidual } from "../runtime/interpret.js";
 import { gridHTML } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
+import { define } from "./widget.js";
 
 const MAX_TOKENS = 24;
 
@@ -145,9 +146,7 @@ class TxPatching extends TxInspect {
     this.$(".summary").textContent =
       `Logit difference “${g}” − “${b}”: ${ldClean.toFixed(3)} on the clean prompt, ${ldCorrupt.toFixed(3)} on the corrupted one.` +
       (Math.abs(ldClean - ldCorrupt) < 1e-3 ? " They barely differ, so the restored share is not meaningful for this pair on this model." : "");
-    this.showReady(
-      `${clean.length} tokens each. Patch the residual stream (${model.info.config.n_layer} × ${clean.length} runs) or each head (${model.info.config.n_layer} × ${model.info.config.n_head} runs).`,
-    );
+    return `${clean.length} tokens each. Patch the residual stream (${model.info.config.n_layer} × ${clean.length} runs) or each head (${model.info.config.n_layer} × ${model.info.config.n_head} runs).`;
   }
 
   runPatch(kind) {
@@ -186,4 +185,4 @@ class TxPatching extends TxInspect {
   }
 }
 
-customElements.define("tx-patching", TxPatching);
+define("tx-patching", TxPatching);

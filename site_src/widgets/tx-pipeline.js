@@ -7,11 +7,12 @@
  * Attributes: `base` (optional), the URL prefix of the stage pages: a relative path or an http(s) address (default "./").
  * Shows `data-shape` (the site model's shape) and `data-stage` on each box.
  */
-import { escapeHtml, formatProb } from "./base.js";
+import { escapeHtml, formatProb, visible } from "./base.js";
 import { InputError } from "./inputs.js";
 import { topK } from "../runtime/probs.js";
 import { PipelineStage } from "./pipeline/stage.js";
-import { GPT2_SMALL, shapeText, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeText } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 /** The stages in running order: slug, number, title, shape as a function of (config, T). */
 export const STAGES = [
@@ -54,7 +55,7 @@ class TxPipeline extends PipelineStage {
     return `<button type="button" class="pl-play">Step through the stages</button>`;
   }
 
-  bind() {
+  wireControls() {
     this.$(".pl-play").addEventListener("click", () => this.play());
   }
 
@@ -83,7 +84,7 @@ class TxPipeline extends PipelineStage {
       .pl-live { font-size: 0.85em; overflow-wrap: anywhere; }`;
   }
 
-  async draw({ model, ids, run }) {
+  async figure({ model, ids, run }) {
     const cfg = model.info.config;
     const T = ids.length;
     const base = linkBase(this.getAttribute("base"));
@@ -124,4 +125,4 @@ class TxPipeline extends PipelineStage {
   }
 }
 
-customElements.define("tx-pipeline", TxPipeline);
+define("tx-pipeline", TxPipeline);

@@ -15,6 +15,7 @@ import { divergingColour } from "./format.js";
 import { gridStep } from "./grid.js";
 import { parseInteger } from "./inputs.js";
 import { FIGURE_CSS, TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const STYLE = `
   .controls input[type=number] { font: inherit; width: 100%; box-sizing: border-box; }
@@ -195,4 +196,4 @@ class TxPositional extends TxLab {
   }
 }
 
-customElements.define("tx-positional", TxPositional);
+define("tx-positional", TxPositional);

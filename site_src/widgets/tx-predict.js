@@ -32,6 +32,7 @@ import { callDemo } from "../runtime/python.js";
 import { formatAnswer, matches, parseChoices, parseTolerance, pick, readGuess, within } from "./guess.js";
 import { InputError, parseNumber } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const NAME = /^[a-z_][a-z0-9_]*$/;
 const DEFAULT = {
@@ -226,4 +227,4 @@ class TxPredict extends TxLab {
   }
 }
 
-customElements.define("tx-predict", TxPredict);
+define("tx-predict", TxPredict);

@@ -16,6 +16,7 @@
 import { callDemo } from "../runtime/python.js";
 import { parseSelect } from "./inputs.js";
 import { FIGURE_CSS, TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const MAX_DISTANCE = 128;
 const STYLE = `
@@ -188,4 +189,4 @@ class TxRope extends TxLab {
   }
 }
 
-customElements.define("tx-rope", TxRope);
+define("tx-rope", TxRope);

@@ -15,6 +15,7 @@ import { callDemo } from "../runtime/python.js";
 import { escapeHtml, formatProb } from "./base.js";
 import { InputError } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const EXAMPLE = {
   context: "The cat sat on the",
@@ -92,4 +93,4 @@ class TxSampling extends TxLab {
   }
 }
 
-customElements.define("tx-sampling", TxSampling);
+define("tx-sampling", TxSampling);

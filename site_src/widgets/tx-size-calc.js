@@ -13,6 +13,7 @@ import { escapeHtml } from "./base.js";
 import { formatScientific } from "./format.js";
 import { parseInteger, parseSelect } from "./inputs.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 /** Fields: [name, label, kind, help, placeholder]; kind is "count" (>= 1), "count0" (>= 0),
  * "optional" (a count, or empty for the default), "flag" or a list of choices. */
@@ -272,4 +273,4 @@ class TxSizeCalc extends TxLab {
   }
 }
 
-customElements.define("tx-size-calc", TxSizeCalc);
+define("tx-size-calc", TxSizeCalc);

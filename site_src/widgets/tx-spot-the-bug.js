@@ -22,6 +22,7 @@ import { escapeHtml } from "./base.js";
 import { parseChoice, parseNumber, parseSelect } from "./inputs.js";
 import { CODE_BOX_CSS, CODE_HELP, RESULT_LINE, codeBoxHTML, codeBoxKeys, showPythonEnded, showResultPanel } from "./code-box.js";
 import { TxLab } from "./lab.js";
+import { define } from "./widget.js";
 
 const LIMITS = [1, 2, 5, 10, 30];
 const LIMIT_RANGE = { label: "The time limit", min: 0.5, max: 60, unit: "seconds" };
@@ -94,8 +95,7 @@ class TxSpotTheBug extends TxLab {
     code.addEventListener("input", () => this.edits.set(this.bug.id, code.value));
   }
 
-  disconnectedCallback() {
-    super.disconnectedCallback();
+  unmount() {
     this.stopper?.abort();
   }
 
@@ -254,4 +254,4 @@ class TxSpotTheBug extends TxLab {
   }
 }
 
-customElements.define("tx-spot-the-bug", TxSpotTheBug);
+define("tx-spot-the-bug", TxSpotTheBug);

@@ -11,6 +11,7 @@ import { BlockStage } from "./pipeline/block.js";
 import { heatmap } from "./pipeline/figures.js";
 import { maxAbsDiff } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 class TxStageAttention extends BlockStage {
   pickers() {
@@ -38,4 +39,4 @@ class TxStageAttention extends BlockStage {
   }
 }
 
-customElements.define("tx-stage-attention", TxStageAttention);
+define("tx-stage-attention", TxStageAttention);

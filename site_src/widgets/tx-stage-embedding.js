@@ -6,11 +6,12 @@
  *
  * Shows the rows in the figure's `data-values` and the neighbours as `data-id`/`data-cos` rows.
  */
-import { escapeHtml } from "./base.js";
+import { escapeHtml, visible } from "./base.js";
 import { PipelineStage } from "./pipeline/stage.js";
 import { MAX_COLS, heatmap, options, tokenLabels } from "./pipeline/figures.js";
-import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 import { readWeights, scanRows } from "./pipeline/weights.js";
+import { define } from "./widget.js";
 
 const NEIGHBOURS = 8;
 
@@ -41,7 +42,7 @@ class TxStageEmbedding extends PipelineStage {
     return `<label>Neighbours of <select name="pos"></select></label>`;
   }
 
-  async draw({ model, ids }) {
+  async figure({ model, ids }) {
     const { wte } = await readWeights(model, ["wte"], { wte: ids }); // (T, C)
     const { n_embd: C, vocab_size: V } = model.info.config;
     const select = this.$("select[name=pos]");
@@ -70,4 +71,4 @@ class TxStageEmbedding extends PipelineStage {
   }
 }
 
-customElements.define("tx-stage-embedding", TxStageEmbedding);
+define("tx-stage-embedding", TxStageEmbedding);

@@ -8,6 +8,7 @@ import { BlockStage } from "./pipeline/block.js";
 import { heatmap } from "./pipeline/figures.js";
 import { slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 class TxStageHeads extends BlockStage {
   pickers() {
@@ -30,4 +31,4 @@ class TxStageHeads extends BlockStage {
   }
 }
 
-customElements.define("tx-stage-heads", TxStageHeads);
+define("tx-stage-heads", TxStageHeads);

@@ -6,17 +6,18 @@
  *
  * Shows one `tr` per token with `data-id`, `data-logit` (the model's) and `data-recomputed`.
  */
-import { escapeHtml } from "./base.js";
+import { escapeHtml, visible } from "./base.js";
 import { topK } from "../runtime/probs.js";
 import { PipelineStage } from "./pipeline/stage.js";
 import { layerNorm } from "./pipeline/kernels.js";
-import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 import { readWeights, weightsPhrase } from "./pipeline/weights.js";
+import { define } from "./widget.js";
 
 const TOP = 10;
 
 class TxStageLogits extends PipelineStage {
-  async draw({ model, ids, run }) {
+  async figure({ model, ids, run }) {
     const { n_embd: C, n_layer: L, vocab_size: V, layer_norm_epsilon: eps } = model.info.config;
     const T = ids.length;
     const top = topK(run.logits, TOP);
@@ -40,4 +41,4 @@ class TxStageLogits extends PipelineStage {
   }
 }
 
-customElements.define("tx-stage-logits", TxStageLogits);
+define("tx-stage-logits", TxStageLogits);

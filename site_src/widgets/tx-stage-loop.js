@@ -6,10 +6,11 @@
  * Shows one `tr` per new token with `data-id`, `data-fed` and `data-cache-bytes`, and
  * `data-ids` (JSON, the new ids) on the table.
  */
-import { escapeHtml } from "./base.js";
+import { escapeHtml, visible } from "./base.js";
 import { parseInteger } from "./inputs.js";
 import { PipelineStage } from "./pipeline/stage.js";
-import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 class TxStageLoop extends PipelineStage {
   controls() {
@@ -20,7 +21,7 @@ class TxStageLoop extends PipelineStage {
     return false;
   }
 
-  async draw({ model, ids }) {
+  async figure({ model, ids }) {
     const steps = parseInteger(this.$("input[name=steps]").value, { label: "New tokens", min: 1, max: 32 });
     const { n_layer: L, n_head: H, n_embd: C } = model.info.config;
     const hd = C / H;
@@ -50,4 +51,4 @@ class TxStageLoop extends PipelineStage {
   }
 }
 
-customElements.define("tx-stage-loop", TxStageLoop);
+define("tx-stage-loop", TxStageLoop);

@@ -8,6 +8,7 @@ import { BlockStage } from "./pipeline/block.js";
 import { MAX_COLS, heatmap } from "./pipeline/figures.js";
 import { slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 class TxStageMerge extends BlockStage {
   drawBlock(b, { model, layer, labels }) {
@@ -24,4 +25,4 @@ class TxStageMerge extends BlockStage {
   }
 }
 
-customElements.define("tx-stage-merge", TxStageMerge);
+define("tx-stage-merge", TxStageMerge);

@@ -5,11 +5,12 @@
  *
  * Shows `data-values` on each figure and `data-active` (share of units GELU leaves above 0).
  */
-import { escapeHtml } from "./base.js";
+import { escapeHtml, visible } from "./base.js";
 import { BlockStage } from "./pipeline/block.js";
 import { MAX_COLS, heatmap } from "./pipeline/figures.js";
 import { slice2d } from "./pipeline/kernels.js";
-import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 class TxStageMlp extends BlockStage {
   drawBlock(b, { model, ids, layer, labels }) {
@@ -31,4 +32,4 @@ class TxStageMlp extends BlockStage {
   }
 }
 
-customElements.define("tx-stage-mlp", TxStageMlp);
+define("tx-stage-mlp", TxStageMlp);

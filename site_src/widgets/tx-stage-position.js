@@ -10,6 +10,7 @@ import { PipelineStage } from "./pipeline/stage.js";
 import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 import { readWeights } from "./pipeline/weights.js";
+import { define } from "./widget.js";
 
 const N = 24; // positions in the similarity plots
 
@@ -40,7 +41,7 @@ class TxStagePosition extends PipelineStage {
     return false;
   }
 
-  async draw({ model, ids }) {
+  async figure({ model, ids }) {
     const { n_embd: C, n_positions: P } = model.info.config;
     const n = Math.min(N, P);
     const positions = Array.from({ length: Math.max(n, ids.length) }, (_, p) => p);
@@ -61,4 +62,4 @@ class TxStagePosition extends PipelineStage {
   }
 }
 
-customElements.define("tx-stage-position", TxStagePosition);
+define("tx-stage-position", TxStagePosition);

@@ -10,6 +10,7 @@ import { BlockStage } from "./pipeline/block.js";
 import { MAX_COLS, heatmap } from "./pipeline/figures.js";
 import { slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 class TxStageQkv extends BlockStage {
   drawBlock(b, { model, layer, labels }) {
@@ -28,4 +29,4 @@ class TxStageQkv extends BlockStage {
   }
 }
 
-customElements.define("tx-stage-qkv", TxStageQkv);
+define("tx-stage-qkv", TxStageQkv);

@@ -7,13 +7,14 @@
  *
  * Shows `data-values` on the figure, `data-max-diff` on the check line and one `tr` per token.
  */
-import { escapeHtml } from "./base.js";
+import { escapeHtml, visible } from "./base.js";
 import { BlockStage } from "./pipeline/block.js";
 import { MAX_COLS, heatmap } from "./pipeline/figures.js";
 import { maxAbsDiff, rowStats, slice2d } from "./pipeline/kernels.js";
-import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 import { weightsPhrase } from "./pipeline/weights.js";
 import { Rng } from "../runtime/rng.js";
+import { define } from "./widget.js";
 
 const P_DROP = 0.1;
 
@@ -57,4 +58,4 @@ class TxStageResidual extends BlockStage {
   }
 }
 
-customElements.define("tx-stage-residual", TxStageResidual);
+define("tx-stage-residual", TxStageResidual);

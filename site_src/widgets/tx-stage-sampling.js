@@ -6,12 +6,13 @@
  * Shows the kept tokens as `tr` rows with `data-id` and `data-prob` (the distribution drawn
  * from), `data-candidates` and `data-sampled` on the summary line.
  */
-import { escapeHtml, formatProb } from "./base.js";
+import { escapeHtml, formatProb, visible } from "./base.js";
 import { parseInteger, parseNumber } from "./inputs.js";
 import { MAX_SEED, Rng } from "../runtime/rng.js";
 import { argmax, checkSampling, kthLargest, sampleToken } from "../runtime/sampler.js";
 import { PipelineStage } from "./pipeline/stage.js";
-import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 const SHOW = 12;
 
@@ -57,7 +58,7 @@ class TxStageSampling extends PipelineStage {
       <label>Seed <input type="number" name="seed" min="0" step="1" value="1"></label>`;
   }
 
-  async draw({ model, ids, run }) {
+  async figure({ model, ids, run }) {
     const field = (name) => this.$(`input[name=${name}]`).value;
     const settings = checkSampling(
       {
@@ -85,4 +86,4 @@ class TxStageSampling extends PipelineStage {
   }
 }
 
-customElements.define("tx-stage-sampling", TxStageSampling);
+define("tx-stage-sampling", TxStageSampling);

@@ -11,9 +11,10 @@ import { MAX_COLS, heatmap, tokenLabels } from "./pipeline/figures.js";
 import { maxAbsDiff, slice2d } from "./pipeline/kernels.js";
 import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
 import { readWeights, weightsPhrase } from "./pipeline/weights.js";
+import { define } from "./widget.js";
 
 class TxStageSum extends PipelineStage {
-  async draw({ model, ids, run }) {
+  async figure({ model, ids, run }) {
     const C = model.info.config.n_embd;
     const T = ids.length;
     const { wte, wpe } = await readWeights(model, ["wte", "wpe"], { wte: ids, wpe: ids.map((_, p) => p) }); // (T, C) each
@@ -41,4 +42,4 @@ class TxStageSum extends PipelineStage {
   }
 }
 
-customElements.define("tx-stage-sum", TxStageSum);
+define("tx-stage-sum", TxStageSum);

@@ -7,9 +7,10 @@
  */
 import { callDemo } from "../runtime/python.js";
 import { modelsURL } from "../runtime/paths.js";
-import { escapeHtml } from "./base.js";
+import { escapeHtml, visible } from "./base.js";
 import { PipelineStage } from "./pipeline/stage.js";
-import { GPT2_SMALL, shapeLine, visible } from "./pipeline/text.js";
+import { GPT2_SMALL, shapeLine } from "./pipeline/text.js";
+import { define } from "./widget.js";
 
 let mergesText = null;
 
@@ -36,7 +37,7 @@ class TxStageTokens extends PipelineStage {
     return false;
   }
 
-  async draw({ model, ids, enc }) {
+  async figure({ model, ids, enc }) {
     const { tokenizer } = model;
     const text = this.$(".pl-prompt input").value;
     const chips = ids
@@ -72,4 +73,4 @@ class TxStageTokens extends PipelineStage {
   }
 }
 
-customElements.define("tx-stage-tokens", TxStageTokens);
+define("tx-stage-tokens", TxStageTokens);

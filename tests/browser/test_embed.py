@@ -27,6 +27,7 @@ from demos import attention, bpe, rope, sampling
 from served import record_other_origins
 from sitebuild.chromium import QUIET_ARGS, find_chromium, resolver_rule
 from sitebuild.serve import make_server
+from sitebuild.widget_docs import DEFINE
 from widget_checks import TOL, assert_close, shown_attention
 
 pytestmark = pytest.mark.browser
@@ -204,8 +205,7 @@ def request_of(el):
 
 def widget_tags() -> list[str]:
     """Tags of the custom elements defined by the widget files (some tx-*.js define none)."""
-    define = re.compile(r'customElements\.define\(\s*["\'](tx-[a-z0-9-]+)["\']')
-    found = (define.search(p.read_text(encoding="utf-8")) for p in (ROOT / "site_src" / "widgets").glob("tx-*.js"))
+    found = (DEFINE.search(p.read_text(encoding="utf-8")) for p in (ROOT / "site_src" / "widgets").glob("tx-*.js"))
     return sorted(m.group(1) for m in found if m)
 
 
@@ -274,7 +274,7 @@ def test_sampling_by_script_tag_matches_cpython(course):
     widget = wait_widget(page, "#sampling")
     request = request_of(widget)
     assert request == {"temperature": 0.7, "top_k": 5, "top_p": 1}  # from the tag's attributes
-    logits = widget.evaluate("el => el.logits")
+    logits = widget.evaluate("el => el.widget.logits")
     probs = [float(x) for x in widget.evaluate("el => [...el.shadowRoot.querySelectorAll('.bar-row')].map(r => r.dataset.prob)")]
     assert probs == pytest.approx(sampling.next_token_distribution(logits=logits, **request)["probs"], abs=TOL)
 

@@ -150,7 +150,7 @@ def sampling_is_correct(p):
     request = json.loads(widget.get_attribute("data-request"))
     rows = widget.locator(".bar-row")
     probs = [float(rows.nth(i).get_attribute("data-prob")) for i in range(rows.count())]
-    expected = sampling.next_token_distribution(logits=widget.evaluate("el => el.logits"), **request)["probs"]
+    expected = sampling.next_token_distribution(logits=widget.evaluate("el => el.widget.logits"), **request)["probs"]
     assert probs == pytest.approx(expected, abs=1e-12)
 
 
@@ -394,7 +394,7 @@ def test_storage_quota_notice_is_readable(page):
     wait_state(p, "tx-next-token", ["ready", "error"], READY_WITHIN_MS)
     widget = p.locator("tx-next-token")
     next_token_is_correct(widget)
-    notice = widget.locator(".notice")
+    notice = widget.locator(".notices")
     assert notice.is_visible()
     text = notice.inner_text()
     assert "Your browser has no room left to store the model (storage quota)" in text

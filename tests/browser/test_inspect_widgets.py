@@ -67,7 +67,7 @@ def grid_values(widget, name):
 
 def tokens_of(widget):
     """The token ids of the widget's prompt, from the model the widget loaded."""
-    return widget.evaluate("(el) => el.model.tokenizer.encode(el.shadowRoot.querySelector('textarea').value)")
+    return widget.evaluate("(el) => el.widget.model.tokenizer.encode(el.shadowRoot.querySelector('textarea').value)")
 
 
 def test_logit_lens_grid_final_rank_and_top10(tab):
@@ -117,9 +117,9 @@ def test_head_ablation_kl_top10_and_the_map(tab):
 
 def test_patching_logit_differences_and_heat_maps(tab):
     p, widget = embed(tab, "patching")
-    clean = widget.evaluate("(el) => el.model.tokenizer.encode(el.shadowRoot.querySelector('[name=clean]').value)")
-    corrupted = widget.evaluate("(el) => el.model.tokenizer.encode(el.shadowRoot.querySelector('[name=corrupted]').value)")
-    good, bad = widget.evaluate("(el) => ['good', 'bad'].map(n => el.model.tokenizer.encode(el.shadowRoot.querySelector(`[name=${n}]`).value)[0])")
+    clean = widget.evaluate("(el) => el.widget.model.tokenizer.encode(el.shadowRoot.querySelector('[name=clean]').value)")
+    corrupted = widget.evaluate("(el) => el.widget.model.tokenizer.encode(el.shadowRoot.querySelector('[name=corrupted]').value)")
+    good, bad = widget.evaluate("(el) => ['good', 'bad'].map(n => el.widget.model.tokenizer.encode(el.shadowRoot.querySelector(`[name=${n}]`).value)[0])")
     m = model()
     base = interpret.run_with_hooks(m, clean)
     ld_clean = interpret.logit_difference(base.logits, good, bad)
@@ -157,7 +157,7 @@ def test_induction_scores_loss_and_pattern(tab):
 def test_logit_attribution_parts(tab):
     p, widget = embed(tab, "logit-attribution", "token=%20the")
     ids = tokens_of(widget)
-    token = widget.evaluate("(el) => el.model.tokenizer.encode(' the')[0]")
+    token = widget.evaluate("(el) => el.widget.model.tokenizer.encode(' the')[0]")
     assert widget.get_attribute("data-token") == str(token)
     want = interpret.logit_attribution(model(), ids, token)
     heads, _ = grid_values(widget, "heads")

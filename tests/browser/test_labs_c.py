@@ -191,7 +191,7 @@ def test_kv_cache_and_flash_widgets_match_cpython(tab):
 
     widget = p.locator("tx-flash")
     request = wait_ready(p, "tx-flash")
-    qkv = widget.evaluate("el => el.qkv")
+    qkv = widget.evaluate("el => el.widget.qkv")
 
     def check_trace(request):
         trace = flash.online_softmax_trace(**qkv, row=request["row"], block_k=request["block_k"], causal=request["causal"])
@@ -220,7 +220,7 @@ def test_kv_cache_and_flash_widgets_match_cpython(tab):
     p.keyboard.press("ArrowLeft")
     widget.locator('[name="seed"]').fill("5")
     request = wait_ready(p, "tx-flash", {"causal": False, "block_k": 2, "seed": 5})
-    qkv = widget.evaluate("el => el.qkv")
+    qkv = widget.evaluate("el => el.widget.qkv")
     trace, _ = check_trace(request)
     assert len(trace["steps"]) == 4  # 8 keys in tiles of 2, none masked
     widget.locator('[name="seq_len"]').fill("1024")

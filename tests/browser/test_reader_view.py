@@ -385,42 +385,34 @@ def test_the_reader_checks_catch_what_they_should(browser, site_url):
         context.close()
 
 
-def test_no_widget_member_shadows_a_dom_member(page):
-    """A widget's method or field named like a DOM member (`after`, `remove`, `title`, ...) either
-    hides the DOM's own or, when only called as `this.after?.()`, runs the DOM's: both are bugs."""
+def test_every_widget_element_is_only_a_host(page):
+    """Every <tx-*> element is the one host class of widget.js: its own members are the lifecycle
+    callbacks, and the widget's hooks live on `el.widget`, a plain object, so no hook can shadow
+    a DOM member (an `after` or `title` method on the element once broke pages)."""
     p = page.goto("")
     p.wait_for_function("() => !!(customElements.get('tx-sampling') && customElements.get('tx-stage-tokens'))")
     found = p.evaluate(
-        """() => {
-        const dom = new Set();
-        for (let proto = HTMLElement.prototype; proto; proto = Object.getPrototypeOf(proto))
-            Object.getOwnPropertyNames(proto).forEach(n => dom.add(n));
-        const lifecycle = new Set(["constructor", "connectedCallback", "disconnectedCallback",
-                                   "adoptedCallback", "attributeChangedCallback"]);
-        const tags = [...document.querySelectorAll("*")].map(e => e.localName);
-        const names = new Set(["tx-embed-builder", ...tags]);
-        const widgets = %s;
-        const out = {defined: 0, clashes: [], dom: [...dom]};
-        for (const tag of new Set([...names, ...widgets])) {
+        """(widgets) => {
+        const lifecycle = new Set(["constructor", "connectedCallback", "disconnectedCallback"]);
+        const out = {defined: 0, extra: [], hosts: new Set(), plain: []};
+        for (const tag of widgets) {
             const cls = customElements.get(tag);
             if (!cls) continue;
             out.defined++;
-            for (let proto = cls.prototype; proto !== HTMLElement.prototype; proto = Object.getPrototypeOf(proto))
-                for (const n of Object.getOwnPropertyNames(proto))
-                    if (dom.has(n) && !lifecycle.has(n)) out.clashes.push(`${tag}: ${n}`);
+            if (Object.getPrototypeOf(cls.prototype) !== HTMLElement.prototype) out.extra.push(`${tag}: not a direct HTMLElement`);
+            for (const n of Object.getOwnPropertyNames(cls.prototype))
+                if (!lifecycle.has(n)) out.extra.push(`${tag}: ${n}`);
+            out.hosts.add(cls.prototype.connectedCallback.toString());
         }
-        return out;
-    }"""
-        % json.dumps(sorted({f.stem for f in (ROOT / "site_src" / "widgets").glob("tx-*.js")}))
+        for (const el of document.querySelectorAll("*")) {
+            if (!el.localName.startsWith("tx-") || !el.widget) continue;
+            if (el.widget instanceof Node) out.plain.push(el.localName);
+        }
+        return {defined: out.defined, extra: out.extra, hosts: out.hosts.size, plain: out.plain};
+    }""",
+        sorted({f.stem for f in (ROOT / "site_src" / "widgets").glob("tx-*.js")}),
     )
     assert found["defined"] >= 34, found["defined"]
-    assert not found["clashes"], found["clashes"]
-    # Hooks looked up on `this` but defined by no widget (`this.after?.()`) are invisible to the
-    # check above: look for optional calls of DOM member names in the browser sources.
-    dom = set(found["dom"])
-    calls = []
-    for path in sorted((ROOT / "site_src").rglob("*.js")):
-        for name in re.findall(r"this\.(\w+)\?\.\(", path.read_text(encoding="utf-8")):
-            if name in dom:
-                calls.append(f"{path.relative_to(ROOT)}: this.{name}?.()")
-    assert not calls, calls
+    assert not found["extra"], found["extra"]
+    assert found["hosts"] == 1, found["hosts"]
+    assert not found["plain"], found["plain"]

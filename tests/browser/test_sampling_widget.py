@@ -32,7 +32,7 @@ def test_probabilities_match_cpython_after_moving_sliders(tab):
     p = tab.visit("sampling/")
     widget = p.locator("tx-sampling")
     wait_for_request(p, {"temperature": 1, "top_k": 0, "top_p": 1})
-    logits = widget.evaluate("el => el.logits")
+    logits = widget.evaluate("el => el.widget.logits")
 
     probs, request = shown(widget)
     expected = sampling.next_token_distribution(logits=logits, **request)["probs"]
@@ -61,6 +61,6 @@ def test_temperature_zero_is_greedy(tab):
     p.keyboard.press("Home")
     wait_for_request(p, {"temperature": 0, "top_k": 0, "top_p": 1})
     probs, request = shown(widget)
-    logits = widget.evaluate("el => el.logits")
+    logits = widget.evaluate("el => el.widget.logits")
     assert probs == sampling.next_token_distribution(logits=logits, **request)["probs"]
     assert sorted(probs) == [0.0] * (len(probs) - 1) + [1.0]

@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-globalThis.HTMLElement ??= class {}; // base.js defines the widgets' base class at import
 const { heatmap } = await import("../../site_src/widgets/pipeline/figures.js");
 
 const SHADES = 16;

@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-globalThis.HTMLElement ??= class {}; // base.js defines the widgets' base class at import
 const { gridStep } = await import("../../site_src/widgets/grid.js");
 
 test("gridStep: arrows move one cell and stop at the edges, Home and End go to the row's ends", () => {

@@ -27,7 +27,7 @@ export async function blockTrace(model, run, layer) {
 
 /**
  * Base of the stage widgets that draw one block (5a–5f): a Block picker (subclasses may add
- * "head"), and `draw` runs `blockTrace` for the chosen block and hands it to the subclass's
+ * "head"), and `figure` runs `blockTrace` for the chosen block and hands it to the subclass's
  * `drawBlock(trace, {model, ids, run, layer, labels})`, which returns the figure's HTML.
  */
 export class BlockStage extends PipelineStage {
@@ -35,7 +35,7 @@ export class BlockStage extends PipelineStage {
     return ["layer"];
   }
 
-  async draw({ model, ids, run }) {
+  async figure({ model, ids, run }) {
     const layer = this.num("select[name=layer]");
     const trace = await blockTrace(model, run, layer);
     return this.drawBlock(trace, { model, ids, run, layer, labels: tokenLabels(model, ids) });

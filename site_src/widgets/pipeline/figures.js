@@ -3,8 +3,7 @@
  * in `data-values` for the tests), row labels for tokens, and <option> lists.
  * @module widgets/pipeline/figures
  */
-import { escapeHtml } from "../base.js";
-import { visible } from "./text.js";
+import { escapeHtml, visible } from "../base.js";
 
 /** Heatmaps draw at most this many columns (the first ones). */
 export const MAX_COLS = 64;

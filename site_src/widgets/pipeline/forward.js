@@ -4,15 +4,11 @@
  * itself, memoised so that every stage on a page shares it.
  * @module widgets/pipeline/forward
  */
-import { loadModel } from "../../runtime/model.js";
-
 /** Figures draw at most this many tokens (the prompt's first ones). */
 export const MAX_T = 16;
 
-/** The site's model, with a variant that has attention and hidden-state outputs. */
-export function loadPipelineModel(onProgress) {
-  return loadModel({ needs: ["attentions", "hiddenStates"], onProgress });
-}
+/** What the pipeline figures need of the site's model: a variant with attention and hidden-state outputs. */
+export const PIPELINE_NEEDS = ["attentions", "hiddenStates"];
 
 /** Token ids of `text`, at most MAX_T of them (`truncated` says whether some were cut). */
 export function encodePrompt(model, text) {

@@ -4,9 +4,9 @@
  * the prompt or a control changes.
  * @module widgets/pipeline/stage
  */
-import { TxElement } from "../base.js";
+import { Widget } from "../widget.js";
 import { options, showCellValues } from "./figures.js";
-import { encodePrompt, loadPipelineModel, runForward, truncationNote } from "./forward.js";
+import { PIPELINE_NEEDS, encodePrompt, runForward, truncationNote } from "./forward.js";
 import { bindPrompt, promptBar } from "./prompt.js";
 import { PIPELINE_CSS } from "./styles.js";
 
@@ -17,12 +17,14 @@ const PICKERS = {
 };
 
 /**
- * Base of the <tx-stage-*> widgets: the shared prompt box, optional controls, and an output
- * area redrawn by `draw(context)` whenever the prompt or a control changes. Subclasses set
- * `controls()` (markup) and `draw({model, ids, run, enc})` (returns HTML, may be async).
+ * Base of the <tx-stage-*> widgets, a `Widget` (widget.js): the shared prompt box, optional
+ * controls, and an output area redrawn by `figure(context)` whenever the prompt or a control
+ * changes. Its `compute` loads the model and runs the forward pass, its `draw` the figure.
+ * Subclasses set `controls()` (markup) and `figure({model, ids, run, enc})` (returns HTML, may
+ * be async), and `wireControls()` for listeners beyond redrawing.
  * `data-state` is "ready" once the figure is drawn; `data-runs` counts the drawings.
  */
-export class PipelineStage extends TxElement {
+export class PipelineStage extends Widget {
   /** Model-sized selects the widget shows, from PICKERS: e.g. ["layer", "head"]. */
   pickers() {
     return [];
@@ -57,19 +59,20 @@ export class PipelineStage extends TxElement {
       <div class="pl-out" aria-live="polite"></div>`;
   }
 
-  mount() {
-    this.generation = 0;
+  setup() {
     showCellValues(this.shadowRoot);
-    this.unbindPrompt = bindPrompt(this, () => this.refresh());
+    this.unbindPrompt = bindPrompt(this, () => this.update());
     this.shadowRoot
       .querySelectorAll(".pl-controls select, .pl-controls input")
-      .forEach((el) => el.addEventListener(el.type === "range" || el.type === "number" ? "input" : "change", () => this.refresh()));
-    this.bind?.();
-    this.refresh();
+      .forEach((el) => el.addEventListener(el.type === "range" || el.type === "number" ? "input" : "change", () => this.update()));
+    this.wireControls();
   }
 
+  /** Subclass hook: listeners of the widget's own controls beyond redrawing (e.g. a Play button). */
+  wireControls() {}
+
   /** Instant navigation removes the page's widgets: stop listening for prompt changes. */
-  disconnectedCallback() {
+  unmount() {
     this.unbindPrompt?.();
     this.generation++;
   }
@@ -79,34 +82,30 @@ export class PipelineStage extends TxElement {
     return Number(this.$(selector).value);
   }
 
-  async refresh() {
-    const generation = ++this.generation;
-    const stale = () => generation !== this.generation;
-    try {
-      this.showProgress("Loading the model…");
-      const model = await loadPipelineModel((event) => {
-        if (!stale() && this.dataset.state !== "ready") this.showProgress(event.message, event);
-      });
-      if (stale()) return;
-      this.fillPickers(model);
-      this.prepare?.(model);
-      const enc = encodePrompt(model, this.$(".pl-prompt input").value);
-      const note = this.$(".pl-trunc");
-      note.textContent = truncationNote(enc);
-      note.hidden = !enc.truncated;
-      this.showProgress("Running the model…");
-      const run = this.needsForward() ? await runForward(model, enc.ids) : null;
-      if (stale()) return;
-      const html = await this.draw({ model, ids: enc.ids, run, enc });
-      if (stale()) return;
-      this.$(".pl-out").innerHTML = html;
-      this.afterDraw?.({ model, ids: enc.ids, run });
-      this.dataset.runs = String(Number(this.dataset.runs || 0) + 1);
-      this.dataset.variant = model.info.variant;
-      this.showReady(`${model.info.name} · ${model.info.variant} · ${model.info.backend}`);
-    } catch (err) {
-      if (stale()) return;
-      this.showError(err, { retry: () => this.refresh() });
-    }
+  /** The model, the prompt's tokens and (when the figure needs it) the forward pass. */
+  async compute() {
+    const stale = this.staleCheck();
+    this.showProgress("Loading the model…");
+    const model = await this.useModel({ needs: PIPELINE_NEEDS });
+    if (!model) return null;
+    this.fillPickers(model);
+    const enc = encodePrompt(model, this.$(".pl-prompt input").value);
+    const note = this.$(".pl-trunc");
+    note.textContent = truncationNote(enc);
+    note.hidden = !enc.truncated;
+    this.showProgress("Running the model…");
+    const run = this.needsForward() ? await runForward(model, enc.ids) : null;
+    return stale() ? null : { model, ids: enc.ids, run, enc };
+  }
+
+  /** Draw the figure; the status line says which model drew it. */
+  async draw(context) {
+    const stale = this.staleCheck();
+    const html = await this.figure(context);
+    if (stale()) return "";
+    this.$(".pl-out").innerHTML = html;
+    this.dataset.runs = String(Number(this.dataset.runs || 0) + 1);
+    const { name, variant, backend } = context.model.info;
+    return `${name} · ${variant} · ${backend}`;
   }
 }

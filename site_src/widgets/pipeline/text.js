@@ -1,18 +1,13 @@
 /**
  * How the pipeline figures write shapes and tokens: GPT-2 small's sizes, shapes as Python
  * writes them, the loaded model's shape next to GPT-2 small's, and tokens with their spaces
- * and line breaks made visible.
+ * and line breaks made visible (`visible`, base.js).
  * @module widgets/pipeline/text
  */
 import { escapeHtml } from "../base.js";
 
 /** GPT-2 small's configuration, the shapes every stage quotes next to the loaded model's. */
 export const GPT2_SMALL = Object.freeze({ n_layer: 12, n_head: 12, n_embd: 768, n_positions: 1024, vocab_size: 50257 });
-
-/** Make spaces and line breaks in a token visible. */
-export function visible(text) {
-  return text.replace(/ /g, "␣").replace(/\n/g, "↵").replace(/\t/g, "⇥");
-}
 
 /** "(6, 768)", or "(6,)" for one dimension (as Python writes shapes). */
 export function shapeText(dims) {
