@@ -6,7 +6,7 @@
  */
 
 /** The text box of the widgets that read a prompt (the inspect widgets and next-token). */
-export const PROMPT_FIELD = `<label class="prompt">Your text <textarea rows="2" spellcheck="false"></textarea></label>`;
+export const PROMPT_FIELD = `<label class="prompt">Your text <textarea name="prompt" rows="2" spellcheck="false"></textarea></label>`;
 
 /**
  * A control's starting values from the element's attributes: each key of `defaults` read from

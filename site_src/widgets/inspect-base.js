@@ -10,7 +10,7 @@
  * Common attributes: `backend` ("auto", "webgpu", "wasm"), `model`, `variant`.
  * @module widgets/inspect-base
  */
-import { escapeHtml, formatProb, visible } from "./base.js";
+import { PROMPT_FIELD, escapeHtml, formatProb, visible } from "./base.js";
 import { readState, writeState } from "./url-state.js";
 import { Widget } from "./widget.js";
 
@@ -49,7 +49,7 @@ export class TxInspect extends Widget {
   /** The widget's title line (a subclass sets its own: static, so it cannot shadow a DOM member). */
   static heading = "";
 
-  /** Attribute names kept in the address, besides backend. */
+  /** Attribute names kept in the address, besides backend; "prompt" among them draws the prompt box. */
   static stateNames = [];
 
   /** The widget-specific markup. */
@@ -66,6 +66,7 @@ export class TxInspect extends Widget {
         </select></label>
         <button type="button" class="cancel" hidden>Cancel</button>
       </div>
+      ${this.constructor.stateNames.includes("prompt") ? PROMPT_FIELD : ""}
       ${this.body()}
       <p class="note notices" role="note" hidden></p>
       <p class="note random-note" hidden></p>

@@ -12,7 +12,7 @@
  *   variant   a weight variant of the model; default: the best for the backend
  */
 import { ablateHeads, headImportance, topProbs } from "../runtime/interpret.js";
-import { PROMPT_FIELD, formatProb } from "./base.js";
+import { formatProb } from "./base.js";
 import { headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
 import { define } from "./widget.js";
@@ -28,7 +28,6 @@ class TxHeadAblation extends TxInspect {
 
   body() {
     return `
-      ${PROMPT_FIELD}
       <div class="row">
         <label>Heads to switch off <input name="heads" type="text" spellcheck="false" placeholder="e.g. 9.6, 9.9" size="14"></label>
         <label>Ablation <select name="mode"><option value="zero">zero</option><option value="mean">mean over positions</option></select></label>

@@ -15,6 +15,7 @@
 import { MAX_SEED } from "../runtime/rng.js";
 import { induction, repeatedTokens } from "../runtime/interpret.js";
 import { argmax } from "../runtime/sampler.js";
+import { attributeValues } from "./base.js";
 import { gridHTML, headGridHTML, onCellPick } from "./grid.js";
 import { TxInspect, parseHeads } from "./inspect-base.js";
 import { heatmap, showCellValues } from "./pipeline/figures.js";
@@ -41,15 +42,12 @@ class TxInduction extends TxInspect {
   }
 
   setup() {
-    this.$('input[name="length"]').value = this.getAttribute("length") ?? "20";
-    this.$('input[name="seed"]').value = this.getAttribute("seed") ?? "1";
     this.head = this.getAttribute("head") || null;
     const changed = () =>
       this.rerunSoon(() => {
         this.head = null;
       });
-    this.$('input[name="length"]').addEventListener("input", changed);
-    this.$('input[name="seed"]').addEventListener("input", changed);
+    this.wire(attributeValues(this, { length: "20", seed: "1" }), { run: changed });
     this.$(".reseed").addEventListener("click", () => {
       this.$('input[name="seed"]').value = String(Number(this.$('input[name="seed"]').value || 0) + 1);
       changed();

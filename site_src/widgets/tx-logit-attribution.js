@@ -13,7 +13,7 @@
  *   variant   a weight variant of the model; default: the best for the backend
  */
 import { logitAttribution } from "../runtime/interpret.js";
-import { PROMPT_FIELD } from "./base.js";
+import { attributeValues } from "./base.js";
 import { gridHTML, headGridHTML, maxAbs } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
 import { define } from "./widget.js";
@@ -30,7 +30,6 @@ class TxLogitAttribution extends TxInspect {
 
   body() {
     return `
-      ${PROMPT_FIELD}
       <div class="row"><label>Token to explain <input name="token" type="text" size="10" spellcheck="false" placeholder="the top prediction"></label></div>
       <p class="summary" aria-live="polite"></p>
       <div class="heads"></div>
@@ -39,15 +38,12 @@ class TxLogitAttribution extends TxInspect {
   }
 
   setup() {
-    this.$("textarea").value = this.getAttribute("prompt") ?? "The Eiffel Tower is in the city of";
-    this.$('input[name="token"]').value = this.getAttribute("token") ?? "";
-    const changed = () => this.rerunSoon();
-    this.$("textarea").addEventListener("input", changed);
-    this.$('input[name="token"]').addEventListener("input", changed);
+    const starting = attributeValues(this, { prompt: "The Eiffel Tower is in the city of", token: "" });
+    this.wire(starting, { run: () => this.rerunSoon() });
   }
 
   currentState() {
-    return { prompt: this.$("textarea").value, token: this.$('input[name="token"]').value };
+    return { prompt: this.field("prompt").value, token: this.field("token").value };
   }
 
   /** The token to explain: one token's text, or none (the top prediction). */

@@ -14,7 +14,7 @@
  */
 import { logitLens, rankOf, topProbs } from "../runtime/interpret.js";
 import { argmax } from "../runtime/sampler.js";
-import { PROMPT_FIELD, escapeHtml, formatProb } from "./base.js";
+import { escapeHtml, formatProb } from "./base.js";
 import { gridHTML, onCellPick } from "./grid.js";
 import { TxInspect } from "./inspect-base.js";
 import { define } from "./widget.js";
@@ -33,7 +33,6 @@ class TxLogitLens extends TxInspect {
 
   body() {
     return `
-      ${PROMPT_FIELD}
       <div class="lens"></div>
       <div class="cols"><div class="final"></div><div class="top"></div></div>`;
   }
