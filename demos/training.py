@@ -117,7 +117,7 @@ def induction_scores(probs: list, half: int = INDUCTION_HALF) -> list:
         half: Length of the repeated half.
 
     Returns:
-        [layer][head] scores in [0, 1].
+        Per layer, a list with each head's score, in [0, 1].
     """
     out = []
     for p in probs:
