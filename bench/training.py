@@ -5,8 +5,8 @@ For each task ("text", "induction") and round (``--repeat``, default 3; the task
 their order flips from round to round) it opens the widget's embed page in a fresh tab, presses
 Train with the task's default settings and ``--steps`` steps, and reads what the widget shows when
 the run ends: its steps per second (time in Python calls only), the wall time from the click to
-the end, and the step of the induction task's phase change (the second copy's held-out loss below
-half its start) if there was one. Between the browser rounds it runs the same settings in CPython
+the end, and, for the induction task, the step at which the second copy's held-out loss first fell
+below half its start, if it did. Between the browser rounds it runs the same settings in CPython
 (`demos.training.train`) and times them. The summary gives medians with their spread; the JSON
 replaces ``bench/results/training.json`` (or ``--out``).
 

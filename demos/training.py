@@ -7,10 +7,12 @@ Two tasks:
   anew for each sequence so that no fixed offset finds the copy. The first copy cannot be
   predicted (its loss stays near ln V); the second can, by a head that looks back to the token
   after the current token's earlier occurrence and copies it: an induction head (Olsson et al.,
-  2022), which needs a head of an earlier layer that tells each position its previous token. An
-  attention-only model of two layers learns it in a sudden drop of the second copy's loss; the
-  induction score of one head of its second layer (its mean attention from each second-copy
-  position t to t - half + 1 on ``[BOS, half, half]``, the score of `<tx-induction>`) rises with it.
+  2022), which needs a head of an earlier layer that tells each position its previous token.
+  Each evaluation reports both copies' held-out loss and every head's induction score (its mean
+  attention from each second-copy position t to t - half + 1 on ``[BOS, half, half]``, the score
+  of `<tx-induction>`). On that layout the copy always sits half - 1 back, so a head that
+  attends that far back by position scores too: a high score alone does not prove an induction
+  head.
 * ``"text"``: a character-level model of a short text (`TEXT`, a few paragraphs of this book).
 
 Each step draws a batch from the task's generator (seeded), runs `backprop.forward` and
@@ -43,7 +45,7 @@ INDUCTION_TOKENS = 24  # tokens after BOS in a training sequence
 INDUCTION_REPEAT = (4, 10)  # the repeated stretch's shortest and longest length
 INDUCTION_HALF = 8  # the held-out sequences: [BOS, 8 tokens, the same 8]
 EVAL_BATCH = 64
-PHASE_SHARE = 0.5  # the phase change: the second copy's held-out loss below this share of its start
+PHASE_SHARE = 0.5  # the step reported as `phase`: the second copy's held-out loss below this share of its start
 
 TEXT = (
     "The Transformer reads a sequence of tokens and predicts the next one. Each token becomes a vector, "
@@ -145,7 +147,7 @@ class Session:
         self.state = {}
         self.lr, self.warmup, self.max_steps, self.batch = lr, warmup, steps, spec["batch"]
         self.step = 0
-        self.phase = None  # the step of the phase change, once seen (induction)
+        self.phase = None  # the first step with the second copy's held-out loss below PHASE_SHARE of its start (induction)
         self.start_second = None
 
     def train_step(self):
@@ -325,7 +327,8 @@ def train(task: str = "induction", seed: int = 0, eval_every: int = 20, **settin
 
     Returns:
         `{"start": start's result, "records": every step's record, "evals": every evaluation,
-        "phase": the step of the phase change or None}`.
+        "phase": the step at which the second copy's held-out loss first fell below PHASE_SHARE of
+        its start, or None}`.
 
     Examples:
         >>> run = train("induction", steps=3, eval_every=3)

@@ -85,7 +85,7 @@ function lossChart({ losses, evals, maxSteps, phase }) {
   const marker =
     phase === null
       ? ""
-      : `<line class="phase" x1="${x(phase)}" x2="${x(phase)}" y1="${T}" y2="${H - B}"></line><text x="${x(phase) + 3}" y="${T + 10}">phase change</text>`;
+      : `<line class="phase" x1="${x(phase)}" x2="${x(phase)}" y1="${T}" y2="${H - B}"></line><text x="${x(phase) + 3}" y="${T + 10}">second copy below half</text>`;
   const last = evals[evals.length - 1];
   const label = `Loss in nats against training step: ${losses.length} steps so far; held-out loss ${last ? last.eval_loss.toFixed(2) : "not measured yet"}.`;
   return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="${escapeHtml(label)}">${ticks}${steps}
