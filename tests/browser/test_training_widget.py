@@ -35,7 +35,9 @@ def test_the_curve_for_a_seed_is_cpythons(tab):
     expected = [r["loss"] for r in training.train("text", seed=3, steps=30, n_layer=1, n_embd=16)["records"]]
     assert shown == pytest.approx(expected, rel=1e-6)
     assert widget.locator(".status-text").inner_text().startswith("Done after 30 steps: held-out loss ")
-    assert widget.locator(".chart svg polyline.train").count() == 1
+    points = widget.locator(".chart svg polyline.train").get_attribute("points").split()
+    assert len(points) == 30  # one point per step shown, none NaN
+    assert all(float(v) == float(v) for pt in points for v in pt.split(","))
     assert widget.locator(".sample").inner_text().startswith("The ")
     assert float(widget.get_attribute("data-steps-per-second")) > 0
 
