@@ -143,7 +143,7 @@ class TxTrain extends TxLab {
     this.$(".pause").addEventListener("click", () => this.togglePause());
     this.$(".stop").addEventListener("click", () => this.halt());
     this.field("task").addEventListener("change", () =>
-      this.fillDefaults(true).then(
+      this.fillDefaults().then(
         () => this.settingsChanged(),
         (err) => this.showError(err),
       ),
@@ -169,7 +169,7 @@ class TxTrain extends TxLab {
   async start() {
     this.$(".go").disabled = true;
     try {
-      await this.fillDefaults(false);
+      await this.fillDefaults();
     } catch (err) {
       this.showError(err, { retry: () => this.start() });
       return;
@@ -179,12 +179,12 @@ class TxTrain extends TxLab {
     if (this.dataset.state !== "error") this.showReady("Press Train: the model starts from random weights.");
   }
 
-  /** Fill the settings with the task's defaults: all of them (`all`), or those the attributes left empty. */
-  async fillDefaults(all) {
+  /** Fill the settings the page's attributes left empty with the task's defaults (the page's own hold for every task). */
+  async fillDefaults() {
     this.showTask();
     const task = this.field("task").value;
     const defaults = await callDemo("training", "defaults", { task: task || "induction" });
-    for (const [name, key] of Object.entries(SETTINGS)) if (all || !this.given[name]) this.field(name).value = String(defaults[key]);
+    for (const [name, key] of Object.entries(SETTINGS)) if (!this.given[name]) this.field(name).value = String(defaults[key]);
   }
 
   unmount() {

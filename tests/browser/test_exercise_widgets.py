@@ -83,7 +83,8 @@ def test_predict_refuses_an_empty_or_garbled_guess(tab):
         assert not widget.locator(".result").is_visible()
         assert widget.get_attribute("data-verdict") is None
     guess(p, widget, str(ffn.mlp_shapes(**json.loads(widget.get_attribute("kwargs")))["params"]["total"]))  # and it recovers
-    assert widget.get_attribute("data-state") == "ready" and widget.get_attribute("data-verdict") == "right"
+    status = widget.locator(".status-text").inner_text()
+    assert (widget.get_attribute("data-state"), widget.get_attribute("data-verdict")) == ("ready", "right"), status
 
 
 def test_predict_choice_on_the_attention_lab(tab):
