@@ -12,7 +12,7 @@ neighbouring numbers, relative to their size):
 Mixed-precision training (Micikevicius et al., 2018) runs the forward and backward passes in 16
 bits and meets two failures with two fixes:
 
-1. `flush`: small gradients fall below float16's range and become 0. **Loss scaling**
+1. `flush`: small gradients (a sample: `gradients`) fall below float16's range and become 0. **Loss scaling**
    multiplies the loss (so every gradient) by S before the backward pass and divides the
    gradients by S before the update; `loss_scale_schedule` is the dynamic version (halve S
    and skip the step when a gradient overflows, double it after a run of good steps).
@@ -131,12 +131,21 @@ def round_to(values: list, fmt: str = "bfloat16") -> dict:
     }
 
 
-def gradients(n: int = 20_000, seed: int = 0) -> np.ndarray:
-    """A made-up sample of gradient values spread over many powers of two, as real ones are:
-    log2 of the magnitudes is normal with mean -26 and standard deviation 6 (half the values
-    below 2^-26, about 1.5e-8), signs random."""
+def _gradients(n, seed):
     rng = np.random.default_rng(seed)
     return rng.choice([-1.0, 1.0], size=n) * 2.0 ** rng.normal(-26.0, 6.0, size=n)
+
+
+def gradients(n: int = 20_000, seed: int = 0) -> list:
+    """A made-up sample of gradient values spread over many powers of two, as real ones are:
+    log2 of the magnitudes is normal with mean -26 and standard deviation 6 (half the values
+    below 2^-26, about 1.5e-8), signs random.
+
+    Examples:
+        >>> len(gradients(5))
+        5
+    """
+    return _gradients(_as_int("n", n, 1, MAX_SAMPLES, grouping=","), seed).tolist()
 
 
 def flush(scale: float = 1.0, fmt: str = "float16", n: int = 20_000, seed: int = 0) -> dict:
@@ -160,7 +169,7 @@ def flush(scale: float = 1.0, fmt: str = "float16", n: int = 20_000, seed: int =
     scale = _between("scale", scale, 2.0**-10, 2.0**40)
     n = _as_int("n", n, 1, MAX_SAMPLES, grouping=",")
     info = format_info(_as_format(fmt))
-    g = gradients(n, seed) * scale
+    g = _gradients(n, seed) * scale
     r = _round(g, fmt)
     mag = np.abs(r)
     zero = mag == 0

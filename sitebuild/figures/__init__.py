@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sitebuild.figures import attention, block, decoding, efficiency, families, pipeline, scaling, sections
+from sitebuild.figures import attention, block, decoding, efficiency, families, pipeline, scaling, sections, training
 
 FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "gpt2-block": block.gpt2_block,
@@ -43,4 +43,6 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "zero-few-shot": sections.zero_few_shot,
     "context-window": sections.context_window,
     "export-pipeline": sections.export_pipeline,
+    "gradient-range": training.gradient_range,
+    "zero-memory": training.zero_memory,
 }

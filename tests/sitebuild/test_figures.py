@@ -23,15 +23,17 @@ from demos.embeddings import DENSE_VECTORS, WORDS
 from demos.flash import memory_traffic
 from demos.kv_cache import kv_cache_bytes
 from demos.kv_cache import presets as kv_presets
+from demos.mixed_precision import flush
 from demos.moe import route
 from demos.sampling import next_token_distribution
+from demos.sharding import model_state_memory
 from demos.size import presets as size_presets
 from model_export.gpt2 import GPT2Config
 from model_export.layout import PIECE_BYTES
 from model_export.tables import PARITY_IDS
 from model_export.variants import VARIANTS, variant_order
 from sitebuild import figure_hook
-from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling
+from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling, training
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -192,6 +194,24 @@ def check_moe(root):
     assert routes == r["experts"]
 
 
+def check_gradient_range(root):
+    rows = all_with(root, "data-zero")
+    assert [float(e.get("data-scale")) for e in rows] == [1.0, training.LOSS_SCALE]
+    for e in rows:
+        out = flush(float(e.get("data-scale")), "float16")
+        assert float(e.get("data-zero")) == pytest.approx(out["zero"], abs=5e-5)
+        assert float(e.get("data-overflow")) == pytest.approx(out["overflow"], abs=5e-5)
+    assert float(rows[0].get("data-zero")) > 0.4 > 0.01 > float(rows[1].get("data-zero"))
+
+
+def check_zero_memory(root):
+    bars = all_with(root, "data-gb")
+    assert [int(e.get("data-stage")) for e in bars] == [0, 1, 2, 3]
+    for e in bars:
+        gb = model_state_memory(training.ZERO_PARAMS, training.ZERO_GPUS, int(e.get("data-stage")))["total_gb"]
+        assert float(e.get("data-gb")) == pytest.approx(gb, abs=1e-4)
+
+
 def check_bpe(root):
     r = train_bpe(families.BPE_CORPUS, families.BPE_MERGES)
     merges = [e.get("data-pair").split(" ") for e in all_with(root, "data-pair")]
@@ -348,6 +368,8 @@ NUMBERS = {
     "one-hot-vs-dense": check_one_hot_vs_dense,
     "context-window": check_context_window,
     "export-pipeline": check_export_pipeline,
+    "gradient-range": check_gradient_range,
+    "zero-memory": check_zero_memory,
 }
 DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families", "zero-few-shot"}  # no numbers to check
 

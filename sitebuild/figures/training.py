@@ -1,0 +1,82 @@
+"""Figures of training at scale: where gradients fall in float16's range, with and without loss
+scaling (``demos.mixed_precision.flush``), and each GPU's model state under ZeRO's stages
+(``demos.sharding.model_state_memory``)."""
+
+from __future__ import annotations
+
+from demos.mixed_precision import flush
+from demos.sharding import model_state_memory
+from sitebuild.figures.svg import Svg
+
+LOSS_SCALE = 2.0**16
+ZERO_PARAMS, ZERO_GPUS = 7.5e9, 64  # ZeRO's Figure 1
+
+
+def gradient_range():
+    """Two histograms of log2 |gradient|: as computed, and times the loss scale, with float16's limits marked."""
+    rows = [flush(1.0, "float16"), flush(LOSS_SCALE, "float16")]
+    bins = rows[0]["bins"]
+    left, width, height = 40, 300, 70
+    total = 30 + 2 * (height + 46)
+    s = Svg(360, total)
+    x_of = lambda v: left + width * (v - bins[0]) / (bins[-1] - bins[0])  # noqa: E731
+    peak = max(max(r["counts"]) for r in rows)
+    for i, r in enumerate(rows):
+        top = 22 + i * (height + 46)
+        title = "gradients as computed" if i == 0 else "× 2¹⁶ (loss scaling)"
+        s.text(left, top - 6, title, cls="label small bold", anchor="start")
+        lost = r["zero"]
+        for j, n in enumerate(r["counts"]):
+            h = height * n / peak
+            below = bins[j + 1] <= r["log2_smallest_subnormal"]
+            s.box(x_of(bins[j]) + 1, top + height - h, x_of(bins[j + 1]) - x_of(bins[j]) - 2, h, cls="box accent" if below else "box", rx=0)
+        for value, label in ((r["log2_smallest_subnormal"], "2⁻²⁴"), (r["log2_max"], "65504")):
+            s.line(x_of(value), top - 2, x_of(value), top + height + 4, cls="line dash")
+            s.text(x_of(value), top + height + 16, label, cls="label small")
+        numbers = {"scale": r["scale"], "zero": f"{lost:.4f}", "overflow": f"{r['overflow']:.4f}"}
+        s.text(left + width, top - 6, f"{100 * lost:.1f}% become 0", cls="label small bold", anchor="end", data=numbers)
+    s.text(left + width / 2, total - 8, "log₂ |gradient| (shaded: below float16's smallest number)", cls="label small dim")
+    alt = (
+        f"Two histograms of gradient magnitudes on a log scale with float16's limits marked. As computed, {100 * rows[0]['zero']:.1f}% of "
+        f"the gradients fall below 2 to the minus 24 and become zero; multiplied by 2 to the 16 before rounding, "
+        f"{100 * rows[1]['zero']:.1f}% do, and none passes 65504."
+    )
+    caption = (
+        "A made-up sample of gradients spread over many powers of two, rounded to float16 (demos.mixed_precision.flush). "
+        "Loss scaling moves the whole histogram to the right, into the range."
+    )
+    return s.render("gradient-range", alt), alt, caption
+
+
+def zero_memory():
+    """One bar per ZeRO stage: bytes of weights, gradients and optimizer state on each GPU."""
+    stages = [model_state_memory(ZERO_PARAMS, ZERO_GPUS, stage) for stage in range(4)]
+    names = ["data parallel", "stage 1: optimizer", "stage 2: + gradients", "stage 3: + weights"]
+    parts = [("weights", "box primary"), ("gradients", "box muted"), ("optimizer", "box")]
+    left, width, bar = 130, 160, 26
+    s = Svg(360, 40 + 40 * len(stages) + 40)
+    scale = width / stages[0]["total"]
+    for i, m in enumerate(stages):
+        y = 24 + i * 40
+        s.text(left - 6, y + bar / 2 + 4, names[i], cls="label small", anchor="end")
+        x = left
+        for key, cls in parts:
+            w = m[key] * scale
+            s.box(x, y, max(w, 0.5), bar, cls=cls, rx=0)
+            x += w
+        s.text(x + 4, y + bar / 2 + 4, f"{m['total_gb']:.3g} GB", cls="label small bold", anchor="start", data={"stage": i, "gb": f"{m['total_gb']:.4f}"})
+    y = 40 + 40 * len(stages)
+    for j, (key, cls) in enumerate(parts):
+        s.box(left + j * 70, y - 6, 10, 10, cls=cls, rx=0)
+        s.text(left + j * 70 + 14, y + 3, key, cls="label small", anchor="start")
+    s.text(180, y + 26, f"{ZERO_PARAMS / 1e9:g} billion parameters, {ZERO_GPUS} GPUs, 16 bytes per parameter in all", cls="label small dim")
+    alt = (
+        f"Four bars, one per ZeRO stage, for {ZERO_PARAMS / 1e9:g} billion parameters on {ZERO_GPUS} GPUs: "
+        + ", ".join(f"{n} {m['total_gb']:.3g} GB" for n, m in zip(names, stages))
+        + " per GPU."
+    )
+    caption = (
+        "Model state per GPU under ZeRO's stages (demos.sharding.model_state_memory; the numbers of ZeRO's Figure 1). "
+        "Each stage splits one more part across the GPUs instead of copying it."
+    )
+    return s.render("zero-memory", alt), alt, caption
