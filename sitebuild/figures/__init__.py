@@ -45,4 +45,5 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "export-pipeline": sections.export_pipeline,
     "gradient-range": training.gradient_range,
     "zero-memory": training.zero_memory,
+    "optimizer-paths": training.optimizer_paths,
 }

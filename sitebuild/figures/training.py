@@ -1,10 +1,13 @@
-"""Figures of training at scale: where gradients fall in float16's range, with and without loss
+"""Figures of training: four optimizers' paths on one bowl (``demos.optim.compare``), where gradients fall in float16's range, with and without loss
 scaling (``demos.mixed_precision.flush``), and each GPU's model state under ZeRO's stages
 (``demos.sharding.model_state_memory``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from demos.mixed_precision import flush
+from demos.optim import compare
 from demos.sharding import model_state_memory
 from sitebuild.figures.svg import Svg
 
@@ -80,3 +83,50 @@ def zero_memory():
         "Each stage splits one more part across the GPUs instead of copying it."
     )
     return s.render("zero-memory", alt), alt, caption
+
+
+OPTIMIZER_STEPS, OPTIMIZER_LR = 30, 0.19  # a rate just under SGD's limit on this bowl, 2 / 10
+OPTIMIZER_NAMES = {"sgd": "SGD", "momentum": "momentum", "adam": "Adam", "adamw": "AdamW"}
+
+
+def optimizer_paths():
+    """Four panels, one per optimizer: its path on the stretched bowl of ``demos.optim.compare``."""
+    runs = compare(steps=OPTIMIZER_STEPS, lr=OPTIMIZER_LR)
+    panel_w, panel_h, span_x, span_y = 170, 100, 4.6, 2.6
+    s = Svg(360, 2 * (panel_h + 30) + 10)
+    for i, (key, label) in enumerate(OPTIMIZER_NAMES.items()):
+        ox, oy = 6 + (i % 2) * (panel_w + 12), 20 + (i // 2) * (panel_h + 30)
+        cx, cy = ox + panel_w / 2, oy + panel_h / 2
+
+        def at(x, y, cx=cx, cy=cy):
+            return cx + x * (panel_w / 2) / span_x, cy - y * (panel_h / 2) / span_y
+
+        for level in (0.5, 2, 4.5, 8):  # (x² + 10 y²) / 2 = level: an ellipse
+            rx, ry = np.sqrt(2 * level), np.sqrt(2 * level / 10)
+            (x0, _), (_, y1) = at(-rx, 0), at(0, ry)
+            s.path(
+                f"M {x0:.1f} {cy:.1f} a {rx * panel_w / 2 / span_x:.1f} {cy - y1:.1f} 0 1 0 {2 * (cx - x0):.1f} 0 "
+                f"a {rx * panel_w / 2 / span_x:.1f} {cy - y1:.1f} 0 1 0 {-2 * (cx - x0):.1f} 0",
+                cls="line thin",
+            )
+        points = [at(x, y) for x, y in runs[key]["path"]]
+        s.polyline(points, cls="curve")
+        s.circle(*points[0], 2.5, cls="box")
+        final = runs[key]["loss"][-1]
+        s.text(ox, oy - 6, label, cls="label small bold", anchor="start")
+        s.text(
+            ox + panel_w, oy - 6, f"loss {final:.2g} after {OPTIMIZER_STEPS}", cls="label small", anchor="end", data={"optimizer": key, "loss": f"{final:.6g}"}
+        )
+    alt = (
+        f"Four panels of the same elongated bowl, ten times steeper up and down than sideways, each with one optimizer's path over "
+        f"{OPTIMIZER_STEPS} steps from the same start. "
+        + "; ".join(f"{label} ends at loss {runs[key]['loss'][-1]:.2g}" for key, label in OPTIMIZER_NAMES.items())
+        + "."
+    )
+    caption = (
+        f"SGD, momentum, Adam and AdamW with the same learning rate ({OPTIMIZER_LR}) on the bowl (x² + 10y²)/2 "
+        f"(demos.optim.compare, {OPTIMIZER_STEPS} steps from the dot). The rate is just under the largest the steep direction allows "
+        "(2/10), so SGD zig-zags across the valley; momentum swings past the minimum and back; Adam and AdamW step about the "
+        "learning rate in each coordinate whatever the gradient's size, so they head straight for the minimum and then hover near it."
+    )
+    return s.render("optimizer-paths", alt), alt, caption

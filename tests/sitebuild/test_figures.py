@@ -25,6 +25,7 @@ from demos.kv_cache import kv_cache_bytes
 from demos.kv_cache import presets as kv_presets
 from demos.mixed_precision import flush
 from demos.moe import route
+from demos.optim import compare
 from demos.sampling import next_token_distribution
 from demos.sharding import model_state_memory
 from demos.size import presets as size_presets
@@ -204,6 +205,15 @@ def check_gradient_range(root):
     assert float(rows[0].get("data-zero")) > 0.4 > 0.01 > float(rows[1].get("data-zero"))
 
 
+def check_optimizer_paths(root):
+    runs = compare(steps=training.OPTIMIZER_STEPS, lr=training.OPTIMIZER_LR)
+    losses = {e.get("data-optimizer"): float(e.get("data-loss")) for e in all_with(root, "data-optimizer")}
+    assert set(losses) == set(runs)
+    for name, loss in losses.items():
+        assert loss == pytest.approx(runs[name]["loss"][-1], rel=1e-5)
+    assert len(all_with(root, "data-optimizer")) == 4
+
+
 def check_zero_memory(root):
     bars = all_with(root, "data-gb")
     assert [int(e.get("data-stage")) for e in bars] == [0, 1, 2, 3]
@@ -370,6 +380,7 @@ NUMBERS = {
     "export-pipeline": check_export_pipeline,
     "gradient-range": check_gradient_range,
     "zero-memory": check_zero_memory,
+    "optimizer-paths": check_optimizer_paths,
 }
 DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families", "zero-few-shot"}  # no numbers to check
 
