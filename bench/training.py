@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
                 "phase_steps": [x["phase_step"] for x in rows],
             }
     report = {
-        "benchmark": "training",
+        "benchmark": "bench/training.py",
         "argv": sys.argv[1:] if argv is None else argv,
         "commit": git_commit(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -99,14 +99,19 @@ class Task:
         """[BOS, prefix, stretch, stretch] (held out: no prefix, stretch of INDUCTION_HALF)."""
         size = 2 * INDUCTION_HALF if held_out else INDUCTION_TOKENS
         seq = np.concatenate([np.zeros((n, 1), dtype=int), rng.integers(1, INDUCTION_VOCAB + 1, size=(n, size))], axis=1)
-        first = np.zeros((n, size), dtype=bool)  # over targets: seq[:, 1:]
-        second = np.zeros((n, size), dtype=bool)
-        for row in range(n):
-            h = INDUCTION_HALF if held_out else int(rng.integers(INDUCTION_REPEAT[0], INDUCTION_REPEAT[1] + 1))
-            start = 1 + (0 if held_out else int(rng.integers(0, size - 2 * h + 1)))  # where the first copy begins
-            seq[row, start + h : start + 2 * h] = seq[row, start : start + h]
-            first[row, start : start + h - 1] = True  # targets seq[start + 1 .. start + h - 1]
-            second[row, start + h : start + 2 * h - 1] = True  # targets seq[start + h + 1 .. start + 2h - 1]
+        if held_out:
+            h, start = np.full(n, INDUCTION_HALF), np.ones(n, dtype=int)
+        else:
+            h = rng.integers(INDUCTION_REPEAT[0], INDUCTION_REPEAT[1] + 1, size=n)  # each row's stretch
+            start = 1 + np.floor(rng.random(n) * (size - 2 * h + 1)).astype(int)  # where its first copy begins
+        h, start = h[:, None], start[:, None]  # (n, 1)
+        pos = np.arange(size + 1)[None, :]  # (1, size + 1): positions in seq
+        second_copy = (pos >= start + h) & (pos < start + 2 * h)  # (n, size + 1)
+        rows, cols = np.nonzero(second_copy)
+        seq[rows, cols] = seq[rows, cols - h[rows, 0]]  # the second copy repeats the first
+        target = pos[:, 1:]  # (1, size): target k predicts seq[k + 1]
+        first = (target > start) & (target < start + h)  # tokens of the first copy after its first
+        second = (target > start + h) & (target < start + 2 * h)  # tokens of the second copy after its first
         return seq[:, :-1], seq[:, 1:], (first, second)
 
 

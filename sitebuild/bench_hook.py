@@ -2,7 +2,7 @@
 
 The pages never type a speed by hand. They hold markers that this hook replaces, at build
 time, with numbers from ``bench/results/<file>.json`` (written by ``bench/browser.py``,
-``bench/worker.py``, ``bench/export.py`` and ``bench/inside.py``; a file named ``browser-<anything>`` has the
+``bench/worker.py``, ``bench/export.py``, ``bench/inside.py`` and ``bench/training.py``; a file named ``browser-<anything>`` has the
 browser tables too):
 
 * a table, on a line of its own::
@@ -15,6 +15,8 @@ browser tables too):
       <!-- bench: export native -->       every exported variant's size and native decode speed
       <!-- bench: inside speed -->        the "Looking inside" recipes against their targets (bench/inside.py)
       <!-- bench: inside setup -->        one line: machine, versions, commit, repeats, date
+      <!-- bench: training speed -->      <tx-train>'s steps per second, browser against CPython (bench/training.py)
+      <!-- bench: training setup -->      one line: machine, commit, repeats, date
 
 * one number inside a sentence, ``[[bench: FILE VARIANT/TUNING/THREADS FIELD]]`` for a
   summary row of ``browser.json`` (a field holding a spread gives its median), or
@@ -269,7 +271,26 @@ def inside_line(report: dict) -> str:
     return measured_by(report, what, f"onnxruntime-web {report['versions'].get('onnxruntime_web', '?')}")
 
 
+def training_table(report: dict) -> str:
+    """One row per task: steps per second in the browser and in CPython, and the browser's wall time."""
+    rows = []
+    for task in report["setup"]["settings"]:
+        browser, cpython = report["summary"][f"{task}/browser"], report["summary"][f"{task}/cpython"]
+        slower = median(cpython["steps_per_second"]) / median(browser["steps_per_second"])
+        rows.append([task, ranged(browser["steps_per_second"]), ranged(cpython["steps_per_second"]), f"{slower:.1f}×", ranged(browser["wall_s"])])
+    steps = report["setup"]["steps"]
+    return table(["task", "browser steps/s", "CPython steps/s", "browser slower by", f"browser wall time for {steps} steps, s"], rows)
+
+
+def training_line(report: dict) -> str:
+    s = report["setup"]
+    what = f"`<tx-train>` with each task's default model, {s['steps']} steps, {s['repeat']} interleaved rounds"
+    return measured_by(report, what, "the site's Pyodide worker against `demos.training` in CPython")
+
+
 TABLES = {
+    ("training", "speed"): training_table,
+    ("training", "setup"): training_line,
     ("inside", "speed"): inside_table,
     ("inside", "setup"): inside_line,
     ("export", "native"): native_table,
