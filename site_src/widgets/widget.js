@@ -56,6 +56,28 @@ import { formatBytes, modelBadge } from "./base.js";
 
 const STYLESHEET = new URL("../styles/widgets.css", import.meta.url).href;
 
+/**
+ * The widgets' stylesheet, fetched once, before any widget is defined (this module waits for
+ * it), and adopted by every widget's shadow root: no widget shows, or says it is ready, before
+ * its styles apply. Null where the browser lacks constructable stylesheets or the fetch failed;
+ * each shadow root then links the file itself.
+ * @type {CSSStyleSheet | null}
+ */
+const SHEET = await loadSheet();
+
+async function loadSheet() {
+  if (typeof CSSStyleSheet !== "function" || !("adoptedStyleSheets" in Document.prototype)) return null;
+  try {
+    const response = await fetch(STYLESHEET);
+    if (!response.ok) return null;
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(await response.text());
+    return sheet;
+  } catch {
+    return null;
+  }
+}
+
 export class Widget {
   /** @param {HTMLElement} host the element this widget draws in */
   constructor(host) {
@@ -413,7 +435,8 @@ export function define(tag, WidgetClass) {
         if (this.widget) return;
         this.attachShadow({ mode: "open" });
         const widget = (this.widget = new WidgetClass(this));
-        this.shadowRoot.innerHTML = `<link rel="stylesheet" href="${STYLESHEET}">
+        if (SHEET) this.shadowRoot.adoptedStyleSheets = [SHEET];
+        this.shadowRoot.innerHTML = `${SHEET ? "" : `<link rel="stylesheet" href="${STYLESHEET}">`}
           <div class="card" part="card">${widget.template()}
             <div class="status" role="status" aria-live="polite">
               <span class="status-text"></span><progress hidden></progress>

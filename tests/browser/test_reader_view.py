@@ -416,3 +416,52 @@ def test_every_widget_element_is_only_a_host(page):
     assert not found["extra"], found["extra"]
     assert found["hosts"] == 1, found["hosts"]
     assert not found["plain"], found["plain"]
+
+
+def test_a_widget_is_styled_before_it_says_ready(page):
+    """Every widget's styles (widgets.css, adopted by its shadow root) apply before it first reports
+    `data-state="ready"`: a reader never sees an unstyled card, and a check made at "ready" (a
+    focus ring, a phone-width table) measures the styled widget. The stylesheet is held back
+    1.5 s by the server here, so a widget that did not wait for it would be caught unstyled."""
+    held = []
+
+    def slow_stylesheet(route):
+        held.append(route.request.url)
+        time.sleep(1.5)  # the server answers late (the route runs on Playwright's side)
+        route.continue_()
+
+    page.page.route("**/styles/widgets.css", slow_stylesheet)
+    # When each widget first says ready: is the card styled (widgets.css sets --tx-accent), and how?
+    page.page.add_init_script(
+        """new MutationObserver((records) => {
+             for (const r of records) {
+               const el = r.target;
+               if (!el.localName.startsWith("tx-") || el.dataset.state !== "ready" || el.__styledAtReady !== undefined) continue;
+               const card = el.shadowRoot && el.shadowRoot.querySelector(".card");
+               el.__styledAtReady = !!card && getComputedStyle(card).getPropertyValue("--tx-accent").trim() !== "";
+             }
+           }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-state"] });"""
+    )
+    p = page.goto("pipeline/05e-mlp/")
+    p.wait_for_function("() => document.querySelector('tx-predict')?.dataset.state === 'ready'", timeout=60_000)
+    styled = p.evaluate("() => [...document.querySelectorAll('tx-predict, tx-stage-mlp')].map(el => [el.localName, el.__styledAtReady ?? null])")
+    assert held, "the test's hold on widgets.css never applied"
+    assert ["tx-predict", True] in styled, f"styled when first ready: {styled}"
+    assert all(ok is not False for _, ok in styled), f"a widget said ready before its styles applied: {styled}"
+    # one stylesheet for all of them: no shadow root links the file itself
+    assert p.evaluate("() => [...document.querySelectorAll('tx-predict, tx-stage-mlp')].every(el => !el.shadowRoot.querySelector('link'))")
+
+
+def test_widgets_work_when_their_stylesheet_is_missing(page):
+    """A stylesheet that does not arrive (HTTP 404) costs the styles, never the widget: it still
+    computes and answers, and each shadow root falls back to linking the file."""
+    page.expect_errors("widgets.css")  # the HTTP 404 record
+    page.expect_errors("status of 404")  # the console's line for it (it names no file)
+    page.page.route("**/styles/widgets.css", lambda route: route.fulfill(status=404, body="missing"))
+    p = page.goto("pipeline/05e-mlp/")
+    widget = p.locator("tx-predict").first
+    p.wait_for_function("() => document.querySelector('tx-predict')?.dataset.state === 'ready'", timeout=60_000)
+    assert p.evaluate("() => !!document.querySelector('tx-predict').shadowRoot.querySelector('link[rel=stylesheet]')")
+    widget.locator("input.guess").fill("")
+    widget.locator('button[name="check"]').click()
+    assert "Type your guess first" in widget.locator(".status-text").inner_text()
