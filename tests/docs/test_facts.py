@@ -101,13 +101,23 @@ def test_cases_are_all_run():
                 "to the attention probabilities",
                 "to each residual branch's output",
                 "$p = 0.1$",
-                "During training only",
+                "during training only",
+                # GPT-2's paper states no rate and OpenAI's released code has no dropout: the 0.1 is GPT's
+                # (Radford et al., 2018) and the transformers configuration's, not a GPT-2 paper fact.
+                "GPT-2's paper does not give a dropout rate",
             ],
-            [],
+            ["During training only, GPT-2 applies dropout"],
         ),
-        ("pipeline/04-final-embedding.md", ["in training GPT-2 first applies dropout with $p = 0.1$ to it"], []),
+        (
+            "pipeline/04-final-embedding.md",
+            ["in training, GPT's recipe first applies dropout with $p = 0.1$ to it"],
+            ["in training GPT-2 first applies dropout"],
+        ),
         ("pipeline/01-tokenization.md", ["five words become six tokens"], ["six words become six tokens", "seed"]),
         ("efficiency/kv-cache.md", ["The output projection onto the 50,257-word vocabulary is left out"], []),
+        # LLaMA 2/3, DeepSeek-V2/V3 and Mixtral have no local attention; the gated FFN is the near-universal change.
+        ("innovations/sliding-window.md", ["Local attention is far from universal"], ["found in most large open models"]),
+        ("innovations/overview.md", ["SwiGLU", "not by most"], ["RoPE, local (sliding-window) attention, grouped-query attention"]),
     ],
 )
 def test_corrected_claims(page, must, must_not):
@@ -116,3 +126,11 @@ def test_corrected_claims(page, must, must_not):
         assert phrase in text, f"{page}: missing {phrase!r}"
     for phrase in must_not:
         assert phrase not in text, f"{page}: still says {phrase!r}"
+
+
+def test_dropout_rates_stated_for_gpt2_are_the_transformers_configuration():
+    """05f: the 0.1 in three places is what transformers' GPT-2 configuration sets (GPT-2's paper states none)."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config()
+    assert (config.embd_pdrop, config.attn_pdrop, config.resid_pdrop) == (0.1, 0.1, 0.1)
+    assert "the GPT-2 configuration that Hugging Face's `transformers` ships" in flat_page("pipeline/05f-norm-residual-dropout.md")
