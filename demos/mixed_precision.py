@@ -246,8 +246,8 @@ def stale_updates(weight: float = 1.0, update: float = 1e-3, steps: int = 1000, 
     Returns:
         in_format (the weight kept in `fmt` after every step), master (the float32 copy),
         master_in_format (the copy rounded to `fmt`), exact (the starting weight, rounded to `fmt`, minus steps * update), and
-        half_gap (half the gap between the starting weight and its next lower neighbour in
-        `fmt`: an update smaller than that is rounded away).
+        half_gap (half the gap between the starting weight and its neighbour in `fmt` on the
+        side the update moves it: an update smaller than that is rounded away).
 
     Examples:
         >>> stale_updates(1.0, 1e-3, 1000, "bfloat16")["in_format"]
@@ -257,19 +257,19 @@ def stale_updates(weight: float = 1.0, update: float = 1e-3, steps: int = 1000, 
     weight = _between("weight", weight, -1e4, 1e4)
     update = _between("update", update, -1e4, 1e4)
     steps = _as_int("steps", steps, 1, MAX_STEPS, grouping=",")
-    low = float(_round(weight, fmt))
-    w16 = np.array([low])
-    w32 = np.array([low], dtype=np.float32)
+    start = float(_round(weight, fmt))  # the weight as the format holds it
+    w16 = np.array([start])
+    w32 = np.array([start], dtype=np.float32)
     step = np.float32(update)
     for _ in range(steps):
         w16 = _round(w16 - update, fmt)
         w32 = (w32 - step).astype(np.float32)
-    gap = _gap(low, -update, fmt)
+    gap = _gap(start, -update, fmt)
     return {
         "format": fmt,
         "in_format": float(w16[0]),
         "master": float(w32[0]),
         "master_in_format": float(_round(w32.astype(np.float64), fmt)[0]),
-        "exact": low - steps * update,
+        "exact": start - steps * update,
         "half_gap": float(gap / 2),
     }
