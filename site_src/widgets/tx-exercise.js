@@ -38,7 +38,7 @@ class TxExercise extends TxLab {
     return `<style>${STYLE}</style>
       <div class="title">Change the code <span class="badge"></span></div>
       <p class="task">Loading the exercise…</p>
-      <p>Complete <code class="signature"></code>, then press <b>Run and check</b>. ${CODE_HELP}</p>
+      <p>Complete <code class="signature"></code>, then press <b>Run and check</b>: it runs in your browser and is compared with a reference on several random inputs. ${CODE_HELP}</p>
       ${codeBoxHTML({
         rows: 10,
         check: "Run and check",

@@ -59,6 +59,7 @@ const STYLE = `
   .result.wrong { border-left: 4px solid #c62828; }
   .verdict { font-weight: 700; margin-right: 0.3em; }
   .explain { margin: 0.3em 0 0; }
+  .hint { margin: 0.4em 0 0; font-size: 0.85em; color: var(--tx-muted); overflow-wrap: anywhere; }
 `;
 
 class TxPredict extends TxLab {
@@ -70,6 +71,7 @@ class TxPredict extends TxLab {
         <label class="guess-label">Your guess <span class="field"></span><span class="unit"></span></label>
         <button type="button" name="check">Check</button>
       </div>
+      <p class="hint"></p>
       <div class="result" aria-live="polite" hidden>
         <p><span class="verdict"></span><span class="message"></span></p>
         <p class="explain"></p>
@@ -89,6 +91,8 @@ class TxPredict extends TxLab {
     };
     this.$(".question").textContent = this.spec.question.slice(0, 1000) || "Predict the answer, then press Check.";
     this.$(".unit").textContent = this.spec.unit;
+    const source = this.spec.module && this.spec.fn ? `demos.${this.spec.module}.${this.spec.fn}` : "the book's tested NumPy code";
+    this.$(".hint").textContent = `Commit to a guess before you press Check: ${source} then computes the answer in your browser.`;
     const choices = this.getAttribute("choices");
     this.choices = choices === null ? null : parseChoices(choices);
     const field = this.$(".field");

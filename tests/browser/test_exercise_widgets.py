@@ -94,6 +94,8 @@ def test_predict_choice_on_the_attention_lab(tab):
     select = widget.locator("select.guess")
     options = select.locator("option").all_inner_texts()
     assert options[0].startswith("— choose")
+    # the page says nothing of where the answer comes from: the widget does, naming the function
+    assert "demos.attention.explore then computes the answer" in widget.locator(".hint").inner_text()
     widget.locator('button[name="check"]').click()  # no choice yet
     wait_settled(p, widget, 1)
     assert "Choose an answer first" in widget.locator(".status-text").inner_text()

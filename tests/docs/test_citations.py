@@ -131,6 +131,7 @@ def test_every_entry_is_well_formed():
             "deepseek2024",
             "llama2024",
             "kimi2025",
+            "gemma2024",
         }, key
 
 
