@@ -144,3 +144,45 @@ def test_dropout_rates_stated_for_gpt2_are_the_transformers_configuration():
     config = transformers.GPT2Config()
     assert (config.embd_pdrop, config.attn_pdrop, config.resid_pdrop) == (0.1, 0.1, 0.1)
     assert "the GPT-2 configuration that Hugging Face's `transformers` ships" in flat_page("pipeline/05f-norm-residual-dropout.md")
+
+
+def test_quantized_file_sizes_follow_from_gpt2_shapes():
+    """innovations/quantization.md: the int8 and 4-bit sizes, rebuilt from GPT-2 small's shapes
+    and set against the export's measured files (bench/results/export.json)."""
+    import json
+
+    export = json.loads((ROOT / "bench" / "results" / "export.json").read_text(encoding="utf-8"))
+    sizes, metrics = export["sizes_mb"], export["validation"]["metrics"]
+    L, C, V, P = 12, 768, 50_257, 1024
+    blocks = L * (C * 3 * C + C * C + C * 4 * C + 4 * C * C)  # the four weight matrices of each block
+    table = V * C
+    small = L * (2 * 2 * C + 3 * C + C + 4 * C + C) + 2 * C  # biases and LayerNorm gains and biases
+    q4_numbers = blocks + table  # one copy of the table
+    codes_mb, scales_mb = q4_numbers / 2 / 1e6, q4_numbers / 32 * 4 / 1e6  # 4 bits each; a float32 scale per 32
+    q4_mb = codes_mb + scales_mb + P * C * 4 / 1e6 + small * 4 / 1e6
+    page = flat_page("innovations/quantization.md")
+    stated = {
+        "84.9 million weights": blocks / 1e6,
+        "about 162 million int8 numbers": (blocks + 2 * table) / 1e6,
+        "164 MB measured": sizes["q8"],
+        "quantizes 123.5 million numbers": q4_numbers / 1e6,
+        "61.8 MB of 4-bit codes": codes_mb,
+        "15.4 MB in all": scales_mb,
+        "position table (3.1 MB)": P * C * 4 / 1e6,
+        "normalization parameters (0.5 MB)": small * 4 / 1e6,
+        "the sum is 80.8 MB": q4_mb,
+        "against 81.1 MB measured": sizes["q4"],
+        "6.1 times smaller than fp32": sizes["fp32"] / sizes["q4"],
+        "| 81 | 20 % |": sizes["q4"],
+        "| 164 | 3.6 % |": sizes["q8"],
+        "| 249 | 0.05 % |": sizes["fp16"],
+    }
+    for phrase, value in stated.items():
+        assert phrase in page, f"missing {phrase!r}"
+        digits = re.search(r"\d+(?:\.(\d+))?", phrase)  # the first number, as rounded on the page
+        assert abs(float(digits[0]) - value) <= 0.5 * 10 ** -len(digits[1] or "") + 1e-9, f"{phrase!r}: computed {value:.3f}"
+    assert abs(q4_mb - sizes["q4"]) / sizes["q4"] < 0.01, "the arithmetic no longer explains the 4-bit file"
+    for variant, percent in (("q4", 20), ("q8", 3.6), ("fp16", 0.05)):
+        assert abs(metrics[variant]["rel_err"] * 100 - percent) <= max(0.5, percent * 0.05), variant
+    assert "five times the 4-bit variant" not in flat_page("model/export-report.md")
+    assert abs(sizes["fp32"] / sizes["q4"] - 6) < 0.5 and "six times the 4-bit variant (81 MB)" in flat_page("model/export-report.md")
