@@ -30,6 +30,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "flash-tiles": attention.flash_tiles,
     "sliding-window": attention.sliding_window,
     "kv-cache": efficiency.kv_cache,
+    "quantization-outliers": efficiency.quantization_outliers,
     "moe-routing": efficiency.moe_routing,
     "three-families": families.three_families,
     "bpe-merges": families.bpe_merges,

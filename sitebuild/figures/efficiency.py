@@ -6,6 +6,7 @@ import numpy as np
 
 from demos.kv_cache import kv_cache_bytes
 from demos.moe import route
+from demos.quantization import outlier_product
 from sitebuild.figures.block import small_shapes
 from sitebuild.figures.svg import Svg
 
@@ -91,3 +92,44 @@ def moe_routing():
         "which training pushes back down."
     )
     return s.render("moe-routing", alt), alt, caption
+
+
+QUANT_OUTLIERS = (1, 2, 5, 10, 20, 50, 100, 200)  # how many times larger the outlier dimension is
+QUANT_LINES = {
+    "per_tensor": ("one scale per tensor", "curve warn"),
+    "vector_wise": ("vector-wise", "curve dim"),
+    "llm_int8": ("LLM.int8()", "curve"),
+    "smoothquant": ("SmoothQuant", "curve dash"),
+}
+
+
+def quantization_outliers():
+    """The int8 product's relative error against the size of one outlier dimension, per method."""
+    runs = [outlier_product(outlier=o) for o in QUANT_OUTLIERS]
+    left, top, width, height = 44, 16, 300, 150
+    s = Svg(360, top + height + 70)
+    peak = max(r["errors"][m] for r in runs for m in QUANT_LINES)
+    x_of = lambda i: left + width * i / (len(QUANT_OUTLIERS) - 1)  # noqa: E731  (log-spaced ticks, evenly drawn)
+    y_of = lambda e: top + height * (1 - e / peak)  # noqa: E731
+    for frac in (0, 0.5, 1):
+        s.line(left, y_of(frac * peak), left + width, y_of(frac * peak), cls="line thin")
+        s.text(left - 4, y_of(frac * peak) + 3, f"{100 * frac * peak:.0f}%", cls="label small", anchor="end")
+    for i, o in enumerate(QUANT_OUTLIERS):
+        s.text(x_of(i), top + height + 14, f"{o}×", cls="label small")
+    for k, (method, (label, cls)) in enumerate(QUANT_LINES.items()):
+        points = [(x_of(i), y_of(r["errors"][method])) for i, r in enumerate(runs)]
+        s.polyline(points, cls=cls)
+        for (x, y), o, r in zip(points, QUANT_OUTLIERS, runs):
+            s.circle(x, y, 2, cls="box", data={"method": method, "outlier": o, "error": f"{r['errors'][method]:.5f}"})
+        lx, ly = left + (k % 2) * 160, top + height + 32 + 14 * (k // 2)
+        s.polyline([(lx, ly), (lx + 18, ly)], cls=cls)
+        s.text(lx + 22, ly + 3, label, cls="label small", anchor="start")
+    s.text(left + width / 2, top + height + 66, "size of the outlier dimension (times the others)", cls="label small dim")
+    last = runs[QUANT_OUTLIERS.index(50)]["errors"]
+    alt = (
+        "Relative error of a 64 by 256 times 256 by 256 int8 matrix product as one input dimension grows from 1 to 200 times the others. "
+        f"At 50 times, one scale per tensor is off by {100 * last['per_tensor']:.1f}%, vector-wise by {100 * last['vector_wise']:.1f}%, "
+        f"SmoothQuant by {100 * last['smoothquant']:.1f}% and LLM.int8() by {100 * last['llm_int8']:.2f}%."
+    )
+    caption = "One planted outlier dimension and four ways to run the product in int8 (demos.quantization.outlier_product, seed 0)."
+    return s.render("quantization-outliers", alt), alt, caption

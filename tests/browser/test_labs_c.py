@@ -1,5 +1,5 @@
-"""The lab widgets <tx-embeddings>, <tx-norms>, <tx-ffn>, <tx-moe>, <tx-kv-cache>, <tx-flash>
-and <tx-bpe> show exactly what the same demos calls compute in CPython, after a reader
+"""The lab widgets <tx-embeddings>, <tx-norms>, <tx-ffn>, <tx-moe>, <tx-kv-cache>, <tx-flash>,
+<tx-bpe> and <tx-quant> show exactly what the same demos calls compute in CPython, after a reader
 changes a control."""
 
 import json
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from demos import bpe, embeddings, ffn, flash, kv_cache, moe, norms
+from demos import bpe, embeddings, ffn, flash, kv_cache, moe, norms, quantization
 from widget_checks import TOL, assert_close, press_keys, wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
@@ -263,3 +263,40 @@ def test_bpe_widget_matches_cpython(tab):
 
     widget.locator('[name="corpus"]').fill("   ")
     assert "corpus is empty" in wait_error(p, "tx-bpe")
+
+
+# ---------------------------------------------------------------------------
+# <tx-quant>
+
+
+def shown_quant(widget):
+    """method -> (error, levels, the row's visible text)."""
+    rows = widget.evaluate(
+        "el => [...el.shadowRoot.querySelectorAll('tr[data-method]')].map(r => [r.dataset.method, r.dataset.error, r.dataset.levels, r.innerText])"
+    )
+    return {m: (float(e), int(n), text) for m, e, n, text in rows}
+
+
+def test_quant_widget_shows_the_outlier_ruining_per_tensor_int8(tab):
+    p = tab.visit("efficiency/quantization/")
+    widget = p.locator("tx-quant")
+    request = wait_ready(p, "tx-quant", {"outlier": 60, "channels": 1})
+    expected = quantization.outlier_product(**request)
+    shown = shown_quant(widget)
+    assert set(shown) == set(quantization.METHODS)
+    for method, (error, levels, text) in shown.items():
+        assert_close(error, expected["errors"][method])
+        assert levels == expected["levels"][method]
+        assert f"{100 * expected['errors'][method]:.2f}%" in text and str(levels) in text  # what the reader reads
+    assert shown["per_tensor"][1] < 16 and shown["llm_int8"][0] < shown["per_tensor"][0] / 10
+    assert "keeps 1 dimension in 16-bit" in widget.locator(".summary").inner_text()
+
+    # Without an outlier the four methods nearly agree; the table follows the slider.
+    widget.locator('input[name="outlier"]').fill("1")
+    request = wait_ready(p, "tx-quant", {"outlier": 1})
+    calm = shown_quant(widget)
+    assert_close(calm["per_tensor"][0], quantization.outlier_product(**request)["errors"]["per_tensor"])
+    assert calm["per_tensor"][1] > 200 and "keeps 0 dimensions" in widget.locator(".summary").inner_text()
+
+    widget.locator('input[name="channels"]').fill("9")
+    assert "outlier dimensions must be a whole number from 0 to 8" in wait_error(p, "tx-quant")

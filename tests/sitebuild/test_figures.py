@@ -26,6 +26,7 @@ from demos.kv_cache import presets as kv_presets
 from demos.mixed_precision import flush
 from demos.moe import route
 from demos.optim import compare
+from demos.quantization import outlier_product
 from demos.sampling import next_token_distribution
 from demos.sharding import model_state_memory
 from demos.size import presets as size_presets
@@ -183,6 +184,17 @@ def check_kv_cache(root):
         n = int(e.get("data-tokens"))
         assert int(e.get("data-bytes")) == kv_cache_bytes(SMALL.n_layer, SMALL.n_head, SMALL.head_dim, n, "float16")["total_bytes"]
         assert int(e.get("data-bytes")) == 2 * SMALL.n_layer * SMALL.n_embd * 2 * n
+
+
+def check_quantization_outliers(root):
+    points = all_with(root, "data-method")
+    assert len(points) == len(efficiency.QUANT_OUTLIERS) * len(efficiency.QUANT_LINES)
+    for e in points:
+        out = outlier_product(outlier=float(e.get("data-outlier")))
+        assert float(e.get("data-error")) == pytest.approx(out["errors"][e.get("data-method")], abs=1e-5)
+    at = {(e.get("data-method"), float(e.get("data-outlier"))): float(e.get("data-error")) for e in points}
+    assert at[("per_tensor", 50)] > 4 * at[("per_tensor", 1)]  # the outlier ruins one scale per tensor
+    assert at[("llm_int8", 50)] < at[("per_tensor", 50)] / 10 and at[("smoothquant", 50)] < at[("per_tensor", 50)] / 2
 
 
 def check_moe(root):
@@ -367,6 +379,7 @@ NUMBERS = {
     "gqa-mqa": check_gqa,
     "flash-tiles": check_flash,
     "kv-cache": check_kv_cache,
+    "quantization-outliers": check_quantization_outliers,
     "moe-routing": check_moe,
     "bpe-merges": check_bpe,
     "rope-rotation": check_rope,
