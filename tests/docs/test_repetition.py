@@ -43,3 +43,17 @@ def test_the_check_finds_a_repeated_sentence():
     assert repeated_sentences({name: texts[name] for name in ("p0.md", "p1.md")}) == {}
     short = {f"p{i}.md": "The loop runs once per token.\n" for i in range(3)}
     assert repeated_sentences(short) == {}
+
+
+# Phrases that answer a telling the reader never saw (a course's summary, a remembered number)
+# instead of stating the fact: a note says what holds, under a title of its own.
+SECOND_HAND = ("the course summarises", "sometimes remembered", "is sometimes said", "often summarised", "often quoted", "often made loosely")
+
+
+def test_notes_state_the_fact_on_their_own():
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        name = page.relative_to(DOCS).as_posix()
+        assert not re.search(r'^\s*(?:!!!|\?\?\?) note "Precisely"', text, re.M), f"{name}: a note titled 'Precisely'"
+        flat = " ".join(text.lower().split())
+        assert not [p for p in SECOND_HAND if p in flat], f"{name}: {[p for p in SECOND_HAND if p in flat]}"
