@@ -60,3 +60,47 @@ CASES = _cases()
 def test_training_pages_state_the_computed_numbers(page, phrase, stated, computed, tolerance):
     assert " ".join(phrase.split()) in flat_page(page), f"{page}: phrase not found: {phrase}"
     assert abs(stated - computed) <= tolerance, f"{page}: {phrase!r} states {stated}, the code gives {computed}"
+
+
+def test_the_induction_plateau_numbers_are_the_benchmarks():
+    """in-your-browser.md: when the induction head formed in bench/induction_phase.py's runs."""
+    import json
+    import math
+
+    from test_facts import ROOT
+
+    runs = json.loads((ROOT / "bench" / "results" / "induction_phase.json").read_text(encoding="utf-8"))["runs"]
+    page = flat_page("training/in-your-browser.md")
+    small = [r for r in runs if r["batch"] == 32]
+    assert {r["lr"] for r in small} == {0.003, 0.01} and all(r["induction_step"] is None and r["steps"] == 20_000 for r in small)
+    assert "no layer-1 head passed an induction score of 0.4 in 20,000 steps, at either learning rate tried (0.003 and 0.01)" in page
+    (formed,) = [r for r in runs if r["induction_step"] is not None]
+    assert (formed["batch"], formed["lr"], formed["phase_step"], formed["induction_step"]) == (128, 0.01, 4800, 4900)
+    assert f"{formed['final']['eval_second']:.2f} nats" in page and formed["final"]["step"] == 8000
+    assert max(formed["final"]["scores"][1]) > 0.4
+    assert f"{formed['induction_step'] * formed['batch']:,} sequences" in page
+    assert "$\\ln 16 \\approx 2.77$" in page and round(math.log(16), 2) == 2.77
+    others = [r for r in runs if r is not formed and r["batch"] != 32]
+    assert all(r["induction_step"] is None for r in others)
+    assert {r["batch"] for r in others} == {64, 128, 256} and max(r["lr"] for r in others) == 0.02
+    assert {min(r["steps"] for r in others), max(r["steps"] for r in others)} == {4000, 8000}
+
+
+def test_the_browser_time_of_the_induction_run():
+    """model/runtime.md: the induction run's steps in the widget's batches, at the widget's measured rate."""
+    import json
+
+    from test_facts import ROOT
+
+    from demos import training
+
+    results = ROOT / "bench" / "results"
+    (formed,) = [r for r in json.loads((results / "induction_phase.json").read_text())["runs"] if r["induction_step"] is not None]
+    rate = json.loads((results / "training.json").read_text())["summary"]["induction/browser"]["steps_per_second"]["median"]
+    widget_batch = training.DEFAULTS["induction"]["batch"]
+    widget_steps = formed["induction_step"] * formed["batch"] // widget_batch
+    page = flat_page("model/runtime.md")
+    assert f"{formed['induction_step']:,} steps of\n{formed['batch']}".replace("\n", " ") in page
+    assert f"the work of {widget_steps:,} of the widget's steps of {widget_batch}" in page
+    assert f"about {round(widget_steps / rate / 60)} minutes of training" in page
+    assert f"({training.MAX_STEPS:,} steps at most)" in page
