@@ -1,4 +1,4 @@
-"""The position-wise feed-forward network: GELU and the expand-then-project MLP.
+"""The position-wise feed-forward network: GELU and the expand-then-project MLP, and its gated form.
 
 After attention has mixed information between tokens, every token's vector goes
 through the same small two-layer network on its own:
@@ -14,6 +14,15 @@ standard normal variable is smaller than it:
 
 GPT-2 was trained with the tanh approximation. The two agree to a few parts in
 ten thousand; `gelu_curves` measures exactly how closely over a range.
+
+LLaMA's feed-forward network is *gated* (SwiGLU, Shazeer 2020): a second projection of x,
+passed through no activation, multiplies the activated one element by element:
+
+    SwiGLU(x) = (Swish(x W_gate) * (x W_up)) W_down,   Swish(z) = z * sigmoid(z)
+    x: (T, d)  W_gate, W_up: (d, d_ff)  hidden: (T, d_ff)  W_down: (d_ff, d)
+
+Three matrices instead of two, so LLaMA shrinks the hidden width to 2/3 of 4d (rounded up to
+a multiple of 256) to keep the parameter count of a 4d MLP (`mlp_shapes(kind="swiglu")`).
 
 Every public function takes and returns plain Python data; inside, float64 NumPy.
 """
@@ -32,6 +41,8 @@ from demos._checks import as_number as _as_number
 Matrix = Sequence[Sequence[float]]  # rows of numbers, e.g. T token vectors of width d
 
 MAX_POINTS = 10_001  # cap on curve samples
+KINDS = ("gelu", "swiglu")  # GPT-2's MLP, LLaMA's gated FFN
+SWIGLU_MULTIPLE = 256  # LLaMA rounds the gated hidden width up to a multiple of this
 APPROXIMATIONS = ("none", "tanh")  # the names torch.nn.functional.gelu uses
 
 _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf applied elementwise
@@ -146,8 +157,8 @@ def gelu_curves(x_min: float = -4.0, x_max: float = 4.0, num: int = 161) -> dict
     }
 
 
-def mlp_shapes(seq_len: int = 6, d_model: int = 768, expansion: int = 4) -> dict:
-    """The shapes flowing through the MLP block and its parameter counts.
+def mlp_shapes(seq_len: int = 6, d_model: int = 768, expansion: int = 4, kind: str = "gelu") -> dict:
+    """The shapes flowing through the feed-forward block and its parameter counts.
 
     Defaults are GPT-2 small's: d = 768, hidden width 4 × 768 = 3,072, for the
     six-token running example.
@@ -155,23 +166,44 @@ def mlp_shapes(seq_len: int = 6, d_model: int = 768, expansion: int = 4) -> dict
     Args:
         seq_len: T, the number of tokens, 1 to 1,000,000.
         d_model: d, the width of the residual stream, 1 to 100,000.
-        expansion: Hidden width as a multiple of d, 1 to 64.
+        expansion: Hidden width as a multiple of d, 1 to 64 (for "swiglu": of the GELU MLP
+            whose parameter count it matches).
+        kind: "gelu" (GPT-2's MLP, with biases) or "swiglu" (LLaMA's gated FFN, no biases,
+            hidden width 2/3 of expansion × d rounded up to a multiple of 256).
 
     Returns:
-        `d_ff` (hidden width), `stages` (list of dicts with `name` and `shape`,
-            in order: input, expand, GELU, project) and `params` (`fc`, `proj`,
-            `total`: weights plus biases).
+        `d_ff` (hidden width), `stages` (list of dicts with `name` and `shape`, in order)
+            and `params` (per matrix, weights plus biases, and `total`).
 
     Raises:
-        ValueError: On sizes that are not positive whole numbers or are too big.
+        ValueError: On sizes that are not positive whole numbers or are too big, or an unknown kind.
 
     Examples:
         >>> mlp_shapes()["params"]["total"]
         4722432
+        >>> mlp_shapes(d_model=4096, kind="swiglu")["d_ff"]
+        11008
     """
     T = _as_int("seq_len", seq_len, 1, 1_000_000)
     d = _as_int("d_model", d_model, 1, 100_000)
     k = _as_int("expansion", expansion, 1, 64)
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
+    if kind == "swiglu":
+        d_ff = -(-2 * k * d // (3 * SWIGLU_MULTIPLE)) * SWIGLU_MULTIPLE  # ceil(2/3 k d) to a multiple of 256
+        gate = up = d * d_ff
+        down = d_ff * d
+        return {
+            "d_ff": d_ff,
+            "stages": [
+                {"name": "input x", "shape": [T, d]},
+                {"name": "gate: x W_gate", "shape": [T, d_ff]},
+                {"name": "up: x W_up", "shape": [T, d_ff]},
+                {"name": "Swish(gate) ⊙ up", "shape": [T, d_ff]},
+                {"name": "project: h W_down", "shape": [T, d]},
+            ],
+            "params": {"gate": gate, "up": up, "down": down, "total": gate + up + down},
+        }
     d_ff = k * d
     fc, proj = d * d_ff + d_ff, d_ff * d + d  # weights + biases
     return {
@@ -184,6 +216,37 @@ def mlp_shapes(seq_len: int = 6, d_model: int = 768, expansion: int = 4) -> dict
         ],
         "params": {"fc": fc, "proj": proj, "total": fc + proj},
     }
+
+
+def swiglu_forward(x: Matrix, w_gate: Matrix, w_up: Matrix, w_down: Matrix) -> list[list[float]]:
+    """Run the gated feed-forward block on T token vectors: `(Swish(x W_gate) * (x W_up)) W_down`.
+
+    Args:
+        x: Token vectors, T rows of width d.
+        w_gate: Gate weights, d rows of width d_ff (passed through Swish).
+        w_up: Up weights, d rows of width d_ff (no activation).
+        w_down: Projection weights, d_ff rows of width d.
+
+    Returns:
+        The output, T rows of width d.
+
+    Raises:
+        ValueError: If a shape does not fit the others.
+
+    Examples:
+        >>> swiglu_forward([[1.0]], [[1.0]], [[2.0]], [[1.0]])[0][0] == 2 / (1 + math.exp(-1))
+        True
+    """
+    x = _as_array("x", x, 2)  # (T, d)
+    w_gate, w_up, w_down = (_as_array(n, w, 2) for n, w in (("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)))
+    d, d_ff = x.shape[1], w_gate.shape[1]
+    if w_gate.shape[0] != d or w_up.shape != (d, d_ff):
+        raise ValueError(f"w_gate and w_up must both have shape ({d}, d_ff), got {w_gate.shape} and {w_up.shape}.")
+    if w_down.shape != (d_ff, d):
+        raise ValueError(f"w_down must have shape ({d_ff}, {d}), got {w_down.shape}.")
+    gate = x @ w_gate  # (T, d_ff)
+    h = gate * 0.5 * (1.0 + np.tanh(gate / 2)) * (x @ w_up)  # Swish(gate) * up, sigmoid written stably; (T, d_ff)
+    return (h @ w_down).tolist()  # (T, d)
 
 
 def mlp_forward(x: Matrix, w_fc: Matrix, b_fc: Sequence[float], w_proj: Matrix, b_proj: Sequence[float], approximate: str = "tanh") -> list[list[float]]:

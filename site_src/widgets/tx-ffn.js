@@ -1,8 +1,12 @@
 /**
- * <tx-ffn>: exact GELU versus its tanh approximation, and the shapes of the MLP block.
+ * <tx-ffn>: exact GELU versus its tanh approximation, and the shapes of the MLP block, GPT-2's
+ * or LLaMA's gated one (SwiGLU).
  *
  * Attributes (all optional):
  *   x-min, x-max   the plotted range, default -4 and 4
+ *   kind           the feed-forward block whose shapes are listed: gelu (GPT-2's MLP, the
+ *                  default) or swiglu (LLaMA's gated FFN)
+ *   d-model        the width d of the residual stream, default 768
  *
  * Computed by `demos.ffn.gelu_curves` (201 points) and `demos.ffn.mlp_shapes`. The
  * element carries `data-max-diff` and `data-at-x` (largest |tanh − exact| on the grid and
@@ -11,7 +15,7 @@
  */
 import { callDemo } from "../runtime/python.js";
 import { escapeHtml } from "./base.js";
-import { InputError, parseInteger, readNumber } from "./inputs.js";
+import { InputError, parseInteger, parseSelect, readNumber } from "./inputs.js";
 import { FIGURE_CSS, TxLab } from "./lab.js";
 import { define } from "./widget.js";
 
@@ -67,8 +71,9 @@ class TxFfn extends TxLab {
         <figure><figcaption>Difference: tanh form − exact (the red dot is the largest gap)</figcaption><div class="difference"></div></figure>
       </div>
       <div class="summary gap" aria-live="polite"></div>
-      <div class="title" style="margin-top:0.8em">The MLP block: expand, GELU, project</div>
+      <div class="title" style="margin-top:0.8em">The feed-forward block, shape by shape</div>
       <div class="controls">
+        <label>Block <select name="kind"><option value="gelu">GELU MLP (GPT-2)</option><option value="swiglu">SwiGLU (LLaMA)</option></select><span></span></label>
         <label>Tokens T <input name="seq_len" type="number" min="1" step="1"><span></span></label>
         <label>Width d <input name="d_model" type="number" min="1" step="1"><span></span></label>
         <label>Expansion <input name="expansion" type="number" min="1" max="64" step="1"><span>× d</span></label>
@@ -78,7 +83,15 @@ class TxFfn extends TxLab {
   }
 
   setup() {
-    this.wire({ x_min: this.getAttribute("x-min") ?? "-4", x_max: this.getAttribute("x-max") ?? "4", seq_len: "6", d_model: "768", expansion: "4" });
+    const kind = this.getAttribute("kind") === "swiglu" ? "swiglu" : "gelu";
+    this.wire({
+      x_min: this.getAttribute("x-min") ?? "-4",
+      x_max: this.getAttribute("x-max") ?? "4",
+      seq_len: "6",
+      d_model: this.getAttribute("d-model") ?? "768",
+      expansion: "4",
+      kind,
+    });
   }
 
   request() {
@@ -94,7 +107,8 @@ class TxFfn extends TxLab {
     ]) {
       sizes[name] = parseInteger(raw(name), { label, min: 1, max });
     }
-    return { x_min: xMin, x_max: xMax, num: POINTS, ...sizes };
+    const kind = parseSelect(this.field("kind"), { label: "The block" });
+    return { x_min: xMin, x_max: xMax, num: POINTS, ...sizes, kind };
   }
 
   compute(request) {
@@ -133,8 +147,11 @@ class TxFfn extends TxLab {
       )
       .join("");
     const p = shapes.params;
-    this.$(".params").innerHTML = `Parameters: ${p.fc.toLocaleString("en")} (expand) + ${p.proj.toLocaleString("en")} (project) =
-      <strong data-params="${p.total}">${p.total.toLocaleString("en")}</strong>, weights and biases, hidden width ${shapes.d_ff.toLocaleString("en")}.`;
+    const n = (v) => v.toLocaleString("en");
+    const parts = "fc" in p ? `${n(p.fc)} (expand) + ${n(p.proj)} (project)` : `${n(p.gate)} (gate) + ${n(p.up)} (up) + ${n(p.down)} (down)`;
+    const what = "fc" in p ? "weights and biases" : "weights, no biases";
+    this.$(".params").innerHTML = `Parameters: ${parts} =
+      <strong data-params="${p.total}">${n(p.total)}</strong>, ${what}, hidden width ${n(shapes.d_ff)}.`;
   }
 }
 

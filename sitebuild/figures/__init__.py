@@ -23,6 +23,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "pre-post-norm": block.pre_post_norm,
     "qkv": block.qkv,
     "mlp": block.mlp,
+    "gated-ffn": block.gated_ffn,
     "attention-masks": attention.attention_masks,
     "multi-head": attention.multi_head,
     "encoder-decoder": attention.encoder_decoder,

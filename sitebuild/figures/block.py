@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from demos.ffn import gelu
+from demos.ffn import gelu, mlp_shapes
 from sitebuild.figures.svg import Svg
 
 GELU_RANGE = (-4.0, 3.0)
@@ -225,3 +225,43 @@ def mlp():
         "The dashed line is the identity."
     )
     return s.render("mlp", alt, {"n-embd": C, "d-ff": F}), alt, caption
+
+
+def gated_ffn():
+    """GPT-2's MLP beside LLaMA's gated FFN (SwiGLU), with GPT-2 small's width d = 768 in both."""
+    gelu_ffn, gated = mlp_shapes(d_model=768), mlp_shapes(d_model=768, kind="swiglu")
+    C, F, G = 768, gelu_ffn["d_ff"], gated["d_ff"]
+    s = Svg(360, 266)
+    s.text(80, 12, "GPT-2: GELU MLP", cls="label small bold")
+    s.box(10, 20, 140, 26, f"x: T × {C}", cls="box")
+    s.arrow(80, 46, 80, 62)
+    s.text(88, 56, f"W_fc: {C} × {F}", cls="label small", anchor="start")
+    s.box(10, 64, 140, 26, "GELU", cls="box accent")
+    s.arrow(80, 90, 80, 106)
+    s.text(88, 100, f"W_proj: {F} × {C}", cls="label small", anchor="start")
+    s.box(10, 108, 140, 26, f"T × {C}", cls="box")
+    total = gelu_ffn["params"]["total"]
+    s.text(80, 152, f"{total:,} parameters", cls="label small", data={"kind": "gelu", "params": total, "d-ff": F})
+    s.text(270, 12, "LLaMA: SwiGLU", cls="label small bold")
+    s.box(200, 20, 140, 26, f"x: T × {C}", cls="box")
+    s.arrow(233, 46, 233, 64)
+    s.arrow(307, 46, 307, 64)
+    s.box(200, 66, 66, 26, "Swish", cls="box accent")
+    s.box(274, 66, 66, 26, "linear", cls="box")
+    s.arrow(233, 92, 262, 110)
+    s.arrow(307, 92, 278, 110)
+    s.box(240, 112, 60, 26, "⊙", cls="box primary")
+    s.arrow(270, 138, 270, 156)
+    s.box(200, 158, 140, 26, f"T × {C}", cls="box")
+    s.text(270, 200, f"W_gate, W_up: {C} × {G}", cls="label small")
+    s.text(270, 214, f"W_down: {G} × {C}", cls="label small")
+    total_gated = gated["params"]["total"]
+    s.text(270, 232, f"{total_gated:,} parameters", cls="label small", data={"kind": "swiglu", "params": total_gated, "d-ff": G})
+    s.text(180, 256, f"hidden width {F:,} with two matrices, {G:,} with three", cls="label small dim")
+    alt = (
+        f"Left, GPT-2's MLP: x, T by {C}, times W_fc to {F} features, GELU, times W_proj back to {C}: {total:,} parameters with biases. "
+        f"Right, LLaMA's SwiGLU: x goes through two {C} by {G} matrices; one is passed through Swish, the two are multiplied element "
+        f"by element, and W_down brings the product back to {C}: {total_gated:,} parameters, no biases."
+    )
+    caption = "Two feed-forward blocks with nearly the same parameter count (shapes from demos.ffn.mlp_shapes, d = 768)."
+    return s.render("gated-ffn", alt), alt, caption

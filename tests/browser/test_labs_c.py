@@ -124,6 +124,22 @@ def test_norms_and_ffn_widgets_match_cpython(tab):
     assert "smaller than" in wait_error(p, "tx-ffn")
 
 
+def test_ffn_widget_lists_llamas_gated_block(tab):
+    p = tab.visit("innovations/gated-ffn/")
+    widget = p.locator("tx-ffn")
+    wait_ready(p, "tx-ffn", {"kind": "swiglu"})  # the page's kind="swiglu"
+    widget.locator('[name="d_model"]').fill("4096")
+    request = wait_ready(p, "tx-ffn", {"kind": "swiglu", "d_model": 4096})
+    shapes = ffn.mlp_shapes(seq_len=request["seq_len"], d_model=4096, expansion=request["expansion"], kind="swiglu")
+    assert [s for (s,) in attrs(widget, "tr[data-shape]", "shape")] == [",".join(map(str, s["shape"])) for s in shapes["stages"]]
+    assert int(widget.locator("[data-params]").get_attribute("data-params")) == shapes["params"]["total"] == 3 * 4096 * 11008
+    assert "45,088,768 (gate) + 45,088,768 (up) + 45,088,768 (down)" in widget.locator(".params").inner_text()
+    assert "Swish(gate) ⊙ up" in widget.locator(".shapes").inner_text()
+    widget.locator('[name="kind"]').select_option("gelu")
+    wait_ready(p, "tx-ffn", {"kind": "gelu", "d_model": 4096})
+    assert int(widget.locator("[data-params]").get_attribute("data-params")) == ffn.mlp_shapes(d_model=4096)["params"]["total"]
+
+
 # ---------------------------------------------------------------------------
 # <tx-moe>
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from demo_checks import assert_close as close
 from demo_checks import assert_plain
-from demos.ffn import gelu, gelu_curves, mlp_forward, mlp_shapes
+from demos.ffn import gelu, gelu_curves, mlp_forward, mlp_shapes, swiglu_forward
 
 
 def gelu_by_erfc(x):
@@ -159,3 +159,41 @@ BAD = [
 def test_bad_input_raises_readable_value_error(func, kwargs, message):
     with pytest.raises(ValueError, match=message):
         func(**kwargs)
+
+
+# ---------------------------------------------------------------------------
+# The gated FFN (SwiGLU)
+
+
+@pytest.mark.parametrize("d, d_ff, T", [(4, 8, 3), (16, 40, 5), (1, 1, 1)])
+def test_swiglu_forward_matches_torch(d, d_ff, T):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(d + d_ff)
+    x, wg, wu, wd = rng.normal(size=(T, d)) * 3, rng.normal(size=(d, d_ff)), rng.normal(size=(d, d_ff)), rng.normal(size=(d_ff, d))
+    t = lambda a: torch.tensor(a, dtype=torch.float64)  # noqa: E731
+    expected = (torch.nn.functional.silu(t(x) @ t(wg)) * (t(x) @ t(wu))) @ t(wd)
+    close(swiglu_forward(x.tolist(), wg.tolist(), wu.tolist(), wd.tolist()), expected.numpy())
+
+
+def test_swiglu_forward_survives_large_gates():
+    out = swiglu_forward([[800.0], [-800.0]], [[1.0]], [[1.0]], [[1.0]])
+    assert out == [[640000.0], [0.0]]  # Swish(800) = 800, Swish(-800) = 0, no overflow
+
+
+@pytest.mark.parametrize("d, d_ff", [(768, 2048), (4096, 11008), (5120, 13824), (8192, 22016)])
+def test_swiglu_shapes_are_llamas_and_count_like_torch(d, d_ff):
+    """LLaMA's hidden widths (7B 11,008; 13B 13,824; 65B 22,016) from 2/3 · 4d rounded up to 256."""
+    torch = pytest.importorskip("torch")
+    shapes = mlp_shapes(seq_len=3, d_model=d, kind="swiglu")
+    assert shapes["d_ff"] == d_ff
+    assert [s["shape"] for s in shapes["stages"]] == [[3, d], [3, d_ff], [3, d_ff], [3, d_ff], [3, d]]
+    with torch.device("meta"):
+        layers = [torch.nn.Linear(d, d_ff, bias=False), torch.nn.Linear(d, d_ff, bias=False), torch.nn.Linear(d_ff, d, bias=False)]
+    assert shapes["params"]["total"] == sum(p.numel() for layer in layers for p in layer.parameters())
+    gelu_total = mlp_shapes(d_model=d)["params"]["total"]
+    assert abs(shapes["params"]["total"] - gelu_total) / gelu_total < 0.02  # the same budget as a 4d GELU MLP
+
+
+def test_unknown_ffn_kind_is_refused():
+    with pytest.raises(ValueError, match="gelu, swiglu"):
+        mlp_shapes(kind="relu")

@@ -186,3 +186,18 @@ def test_quantized_file_sizes_follow_from_gpt2_shapes():
         assert abs(metrics[variant]["rel_err"] * 100 - percent) <= max(0.5, percent * 0.05), variant
     assert "five times the 4-bit variant" not in flat_page("model/export-report.md")
     assert abs(sizes["fp32"] / sizes["q4"] - 6) < 0.5 and "six times the 4-bit variant (81 MB)" in flat_page("model/export-report.md")
+
+
+def test_gated_ffn_numbers():
+    """innovations/gated-ffn.md: LLaMA's hidden widths and the parameter budget, from demos.ffn and demos.size."""
+    from demos import ffn, size
+
+    page = flat_page("innovations/gated-ffn.md")
+    small, gelu = ffn.mlp_shapes(d_model=768, kind="swiglu"), ffn.mlp_shapes(d_model=768)
+    assert f"a hidden width of {small['d_ff']:,} and {small['params']['total']:,} weights, against {gelu['params']['total']:,}" in page
+    llama = ffn.mlp_shapes(d_model=4096, kind="swiglu")
+    assert llama["d_ff"] == 11_008 and "gives the 11,008 of its published configuration" in page
+    blocks = 32 * llama["params"]["total"]
+    total = size.count_parameters(**size.preset("llama-7b"))["total"]
+    assert "about 4.3 billion of the model's 6.7 billion parameters" in page
+    assert round(blocks / 1e9, 1) == 4.3 and round(total / 1e9, 1) == 6.7

@@ -20,6 +20,7 @@ from demos.attention import scaled_dot_product_attention
 from demos.bpe import train_bpe
 from demos.decoding import beam_search
 from demos.embeddings import DENSE_VECTORS, WORDS
+from demos.ffn import mlp_shapes
 from demos.flash import memory_traffic
 from demos.kv_cache import kv_cache_bytes
 from demos.kv_cache import presets as kv_presets
@@ -127,6 +128,13 @@ def check_mlp(root):
     z = np.linspace(-4, 4, 801)
     exact_min = float((0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))).min())
     assert float(all_with(root, "data-min")[0].get("data-min")) == pytest.approx(exact_min, abs=2e-3)
+
+
+def check_gated_ffn(root):
+    shown = {e.get("data-kind"): (int(e.get("data-params")), int(e.get("data-d-ff"))) for e in all_with(root, "data-kind")}
+    gelu_ffn, gated = mlp_shapes(d_model=768), mlp_shapes(d_model=768, kind="swiglu")
+    assert shown == {"gelu": (gelu_ffn["params"]["total"], 3072), "swiglu": (gated["params"]["total"], 2048)}
+    assert gated["params"]["total"] == 3 * 768 * 2048 and abs(gated["params"]["total"] - gelu_ffn["params"]["total"]) < 4000
 
 
 def grids(root):
@@ -373,6 +381,7 @@ NUMBERS = {
     "autoregression-loop": check_autoregression_loop,
     "qkv": check_qkv,
     "mlp": check_mlp,
+    "gated-ffn": check_gated_ffn,
     "attention-masks": check_attention_masks,
     "multi-head": check_multi_head,
     "sliding-window": check_sliding_window,
