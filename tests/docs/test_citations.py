@@ -132,6 +132,7 @@ def test_every_entry_is_well_formed():
             "llama2024",
             "kimi2025",
             "gemma2024",
+            "gemini2024",
         }, key
 
 

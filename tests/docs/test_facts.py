@@ -128,6 +128,13 @@ def test_cases_are_all_run():
         # LLaMA 2/3, DeepSeek-V2/V3 and Mixtral have no local attention; the gated FFN is the near-universal change.
         ("innovations/sliding-window.md", ["Local attention is far from universal"], ["found in most large open models"]),
         ("innovations/overview.md", ["SwiGLU", "not by most"], ["RoPE, local (sliding-window) attention, grouped-query attention"]),
+        # Three measurements, three sources: the needle test (Kamradt), position (Liu et al.), length (Hong et al.).
+        (
+            "prompting/context-rot.md",
+            ["references.md#kamradt2023", "references.md#liu2024", "references.md#hong2025", "**Lost in the middle.**"],
+            ["phenomenon is known as **context rot**", "several models offered as of October 2026"],
+        ),
+        ("innovations/long-context.md", ["references.md#kamradt2023", "references.md#hong2025"], ["The phenomenon is called *context rot*"]),
     ],
 )
 def test_corrected_claims(page, must, must_not):
