@@ -208,3 +208,23 @@ def test_gated_ffn_numbers():
     total = size.count_parameters(**size.preset("llama-7b"))["total"]
     assert "about 4.3 billion of the model's 6.7 billion parameters" in page
     assert round(blocks / 1e9, 1) == 4.3 and round(total / 1e9, 1) == 6.7
+
+
+def test_tokenizer_page_ids_and_counts(gpt2_ids):
+    """foundations/tokenizers.md: every id it names is GPT-2's, and its parameter shares are the code's."""
+    from demos import size
+
+    page = flat_page("foundations/tokenizers.md")
+    for text, ids in [("Hello", [15496]), (" Hello", [18435]), ("hello", [31373]), (" SolidGoldMagikarp", [43453])]:
+        assert gpt2_ids(text) == ids, text
+    assert "`Hello` is 15496, ` Hello` 18435, and `hello` 31373" in page and "` SolidGoldMagikarp` is a single GPT-2 token, 43453" in page
+    assert len(gpt2_ids("HELLO")) == 3 and "`HELLO` is three tokens" in page
+    assert gpt2_ids("Hi ")[-1] == 220 and "the lone space token, 220" in page
+    assert [len(gpt2_ids(p)) for p in ("123", "45", "67")] == [1, 1, 1] and len(gpt2_ids("1234567")) == 3
+    assert len(gpt2_ids(" 7654321")) == 4 and "` 7654321` becomes ` 7`, `65`, `43`, `21`" in page
+    gpt2 = size.count_parameters(**size.preset("gpt2-small"))
+    assert gpt2["token_embedding"] == 50_257 * 768 and round(gpt2["token_embedding"] / 1e6, 1) == 38.6
+    assert round(gpt2["total"] / 1e6, 1) == 124.4 and round(100 * gpt2["token_embedding"] / gpt2["total"]) == 31
+    assert "holds 38.6 million of its 124.4 million parameters, 31 %" in page
+    assert round(128_256 * 4096 / 1e6) == 525 and "embedding table alone has 525 million parameters" in page
+    assert 256 + 50_000 + 1 == 50_257 and "the 256 possible bytes, 50,000 pieces" in flat_page("foundations/tokenizers.md")
