@@ -282,7 +282,7 @@ def language_tokens() -> list[dict]:
 def tokens_per_language():
     """Bars: GPT-2 tokens for one sentence in four languages."""
     rows = language_tokens()
-    left, width, bar = 74, 230, 22
+    left, width, bar = 74, 170, 22
     s = Svg(360, 20 + 34 * len(rows) + 24)
     top = max(r["tokens"] for r in rows)
     for i, r in enumerate(rows):
