@@ -36,6 +36,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "three-families": families.three_families,
     "bpe-merges": families.bpe_merges,
     "rope-rotation": families.rope_rotation,
+    "rope-scaling": families.rope_scaling,
     "scaling-law": scaling.scaling_law,
     "compute-optimal": scaling.compute_optimal,
     "beam-tree": decoding.beam_tree,

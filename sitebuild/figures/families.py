@@ -6,6 +6,7 @@ import math
 
 from demos.bpe import train_bpe
 from demos.rope import apply_rope, rope_frequencies
+from demos.rope_scaling import wavelengths
 from sitebuild.figures.attention import _mask_grid, allowed_matrix
 from sitebuild.figures.svg import Svg
 
@@ -121,3 +122,44 @@ def rope_rotation():
         f"RoPE as a rotation (points from demos.rope.apply_rope, head width {ROPE_D}, pair {ROPE_PAIR}). Later pairs turn more slowly, by θᵢ = 10000^(−2i/d)."
     )
     return s.render("rope-rotation", alt), alt, caption
+
+
+ROPE_SCALING = {"factor": 4.0, "head_dim": 128, "base": 10000.0, "original": 4096}  # LLaMA's RoPE, stretched to 16,384
+ROPE_SCALING_LINES = {
+    "none": ("trained", "curve dim"),
+    "linear": ("position interpolation", "curve warn"),
+    "ntk": ("NTK-aware", "curve dash"),
+    "yarn": ("YaRN", "curve"),
+}
+
+
+def rope_scaling():
+    """Each RoPE pair's wavelength (log scale) as trained and under the three stretching methods."""
+    w = wavelengths(**ROPE_SCALING)
+    left, top, width, height = 46, 14, 290, 160
+    s = Svg(360, top + height + 74)
+    lo, hi = math.log10(min(w["none"])), math.log10(max(max(w[m]) for m in ROPE_SCALING_LINES))
+    x_of = lambda i: left + width * i / (len(w["pair"]) - 1)  # noqa: E731
+    y_of = lambda v: top + height * (1 - (math.log10(v) - lo) / (hi - lo))  # noqa: E731
+    for exp in range(math.ceil(lo), math.floor(hi) + 1):
+        s.line(left, y_of(10**exp), left + width, y_of(10**exp), cls="line thin")
+        s.text(left - 4, y_of(10**exp) + 3, f"10{'⁰¹²³⁴⁵⁶⁷⁸⁹'[exp]}", cls="label small", anchor="end")
+    for length, label in ((w["original"], f"trained length {w['original']:,}"), (w["extended"], f"new length {w['extended']:,}")):
+        s.line(left, y_of(length), left + width, y_of(length), cls="line dash", data={"length": length})
+        s.text(left + 4, y_of(length) - 6, label, cls="label small", anchor="start")
+    for k, (method, (label, cls)) in enumerate(ROPE_SCALING_LINES.items()):
+        points = [(x_of(i), y_of(v)) for i, v in zip(w["pair"], w[method])]
+        s.polyline(points, cls=cls, data={"method": method, "first": f"{w[method][0]:.4f}", "last": f"{w[method][-1]:.1f}"})
+        lx, ly = left + (k % 2) * 150, top + height + 32 + 14 * (k // 2)
+        s.polyline([(lx, ly), (lx + 18, ly)], cls=cls)
+        s.text(lx + 22, ly + 3, label, cls="label small", anchor="start")
+    s.text(left + width / 2, top + height + 14, f"pair of dimensions (0 … {len(w['pair']) - 1})", cls="label small dim")
+    s.text(left + width / 2, top + height + 66, "wavelength in positions (log scale)", cls="label small dim")
+    slow = sum(v > w["original"] for v in w["none"])
+    alt = (
+        f"Wavelengths of the {len(w['pair'])} RoPE pairs of a LLaMA head, from {w['none'][0]:.1f} to {w['none'][-1]:,.0f} positions; {slow} pairs never "
+        f"complete a turn in the {w['original']:,} trained positions. Position interpolation multiplies every wavelength by {ROPE_SCALING['factor']:g}; "
+        "NTK-aware scaling keeps the fastest pairs and stretches the slowest; YaRN keeps the fast pairs, stretches the slow ones fully, and ramps between."
+    )
+    caption = f"Stretching LLaMA's RoPE from {w['original']:,} to {w['extended']:,} positions (demos.rope_scaling.wavelengths)."
+    return s.render("rope-scaling", alt, {"slow-pairs": slow}), alt, caption

@@ -228,3 +228,16 @@ def test_tokenizer_page_ids_and_counts(gpt2_ids):
     assert "holds 38.6 million of its 124.4 million parameters, 31 %" in page
     assert round(128_256 * 4096 / 1e6) == 525 and "embedding table alone has 525 million parameters" in page
     assert 256 + 50_000 + 1 == 50_257 and "the 256 possible bytes, 50,000 pieces" in flat_page("foundations/tokenizers.md")
+
+
+def test_rope_scaling_numbers():
+    """innovations/rope.md: LLaMA's wavelengths and the pairs that never turn in 4,096 positions."""
+    from demos.rope_scaling import wavelengths
+
+    page = flat_page("innovations/rope.md")
+    w = wavelengths(factor=4, head_dim=128, base=10000, original=4096)
+    assert round(w["none"][0], 1) == 6.3 and "6.3 positions for the fastest pair of a 128-wide head" in page
+    assert round(w["none"][-1], -3) == 54_000 and "about 54,000 for the slowest" in page
+    slow = sum(v > 4096 for v in w["none"])
+    assert f"the {slow} slowest of the {len(w['pair'])} pairs never completed a turn" in page
+    assert w["ntk"][0] == w["none"][0] and w["yarn"][0] == w["none"][0]

@@ -28,6 +28,7 @@ from demos.mixed_precision import flush
 from demos.moe import route
 from demos.optim import compare
 from demos.quantization import outlier_product
+from demos.rope_scaling import wavelengths
 from demos.sampling import next_token_distribution
 from demos.sharding import model_state_memory
 from demos.size import presets as size_presets
@@ -150,6 +151,17 @@ def check_tokens_per_language(root):
     # the widget's "Other languages" example is the same sentence (the figure owns the lines)
     widget = (ROOT / "site_src" / "widgets" / "tx-tokenizer.js").read_text(encoding="utf-8")
     assert "\\n".join(text for _, text in sections.LANGUAGE_LINES) in widget
+
+
+def check_rope_scaling(root):
+    w = wavelengths(**families.ROPE_SCALING)
+    lines = {e.get("data-method"): (float(e.get("data-first")), float(e.get("data-last"))) for e in all_with(root, "data-method")}
+    assert set(lines) == set(families.ROPE_SCALING_LINES)
+    for method, (first, last) in lines.items():
+        assert first == pytest.approx(w[method][0], abs=1e-4) and last == pytest.approx(w[method][-1], abs=0.1)
+    assert lines["yarn"][0] == lines["none"][0] and lines["linear"][0] == pytest.approx(4 * lines["none"][0], abs=1e-3)
+    assert int(root.get("data-slow-pairs")) == sum(v > 4096 for v in w["none"])
+    assert sorted(int(e.get("data-length")) for e in all_with(root, "data-length")) == [4096, 16384]
 
 
 def grids(root):
@@ -407,6 +419,7 @@ NUMBERS = {
     "moe-routing": check_moe,
     "bpe-merges": check_bpe,
     "rope-rotation": check_rope,
+    "rope-scaling": check_rope_scaling,
     "scaling-law": check_scaling_law,
     "compute-optimal": check_compute_optimal,
     "beam-tree": check_beam,
