@@ -142,6 +142,53 @@ def kv_cache_bytes(n_layer: int, n_kv_head: int, d_head: int, context_length: in
     return {"bytes_per_value": nbytes, "bytes_per_token": per_token, "total_bytes": per_token * T * B}
 
 
+def latent_cache_bytes(
+    n_layer: int = 61, d_latent: int = 512, d_rope: int = 64, n_head: int = 128, d_head: int = 128, context_length: int = 1, dtype: str = "bfloat16"
+) -> dict:
+    """The cache of multi-head latent attention (MLA), against multi-head attention of the same heads.
+
+    MLA caches, per token and layer, one compressed vector c of width `d_latent` from which every
+    head's keys and values are re-projected, plus one small key of width `d_rope` that carries the
+    rotary positions (shared by all heads); MHA caches a key and a value per head.
+
+    Args:
+        n_layer: Transformer blocks (DeepSeek-V3: 61).
+        d_latent: Width of the cached latent vector (DeepSeek-V3: 512).
+        d_rope: Width of the cached rotary key (DeepSeek-V3: 64).
+        n_head: Attention heads (DeepSeek-V3: 128).
+        d_head: Width of one head's keys and values (DeepSeek-V3: 128).
+        context_length: Tokens in the cache.
+        dtype: "float32", "float16", "bfloat16" or "int8".
+
+    Returns:
+        `values_per_token_layer` (d_latent + d_rope), `bytes_per_token`, `total_bytes`,
+        `mha_bytes_per_token` (2 n_head d_head per layer), `ratio` (MHA over MLA) and
+        `equivalent_gqa_groups`: how many key/value heads a GQA cache of the same size would hold.
+
+    Examples:
+        >>> r = latent_cache_bytes()
+        >>> r["values_per_token_layer"], r["equivalent_gqa_groups"]
+        (576, 2.25)
+    """
+    L = _as_int("n_layer", n_layer, 1, 1000)
+    c = _as_int("d_latent", d_latent, 1, 100_000)
+    r = _as_int("d_rope", d_rope, 0, 100_000)
+    H = _as_int("n_head", n_head, 1, 1000)
+    d = _as_int("d_head", d_head, 1, 100_000)
+    T = _as_int("context_length", context_length, 1, MAX_TOKENS)
+    nbytes = _as_dtype(dtype)
+    per_token = L * (c + r) * nbytes
+    mha = _kv_bytes_per_token(L, H, d, nbytes)
+    return {
+        "values_per_token_layer": c + r,
+        "bytes_per_token": per_token,
+        "total_bytes": per_token * T,
+        "mha_bytes_per_token": mha,
+        "ratio": mha / per_token,
+        "equivalent_gqa_groups": (c + r) / (2 * d),
+    }
+
+
 def compare_attention_variants(
     n_layer: int = 12, n_head: int = 12, d_head: int = 64, gqa_kv_heads: int = 4, context_length: int = 1024, dtype: str = "float32", batch_size: int = 1
 ) -> dict:

@@ -28,6 +28,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "multi-head": attention.multi_head,
     "encoder-decoder": attention.encoder_decoder,
     "gqa-mqa": attention.gqa_variants,
+    "mla-cache": attention.mla_cache,
     "flash-tiles": attention.flash_tiles,
     "sliding-window": attention.sliding_window,
     "kv-cache": efficiency.kv_cache,

@@ -6,9 +6,11 @@ the sizes come from ``model_export.gpt2.GPT2Config``, ``demos.kv_cache`` and ``d
 
 from __future__ import annotations
 
+import math
+
 from demos.attention import scaled_dot_product_attention
 from demos.flash import memory_traffic
-from demos.kv_cache import compare_attention_variants, presets
+from demos.kv_cache import compare_attention_variants, kv_cache_bytes, latent_cache_bytes, presets
 from sitebuild.figures.block import small_shapes
 from sitebuild.figures.svg import Svg
 
@@ -234,3 +236,36 @@ def encoder_decoder():
         "Encoder–decoder (one layer of each drawn; the stacks repeat). Cross-attention is the only bridge: every decoder layer reads the encoder's last output."
     )
     return s.render("encoder-decoder", alt), alt, caption
+
+
+MLA_SHAPE = {"n_layer": 61, "n_head": 128, "d_head": 128, "d_latent": 512, "d_rope": 64}  # DeepSeek-V3
+
+
+def mla_rows() -> list[dict]:
+    """Bytes per token of DeepSeek-V3's shape cached four ways (16-bit numbers)."""
+    L, H, d = MLA_SHAPE["n_layer"], MLA_SHAPE["n_head"], MLA_SHAPE["d_head"]
+    latent = latent_cache_bytes(L, MLA_SHAPE["d_latent"], MLA_SHAPE["d_rope"], H, d, 1, "bfloat16")
+    rows = [
+        (f"MHA, {H} K/V heads", kv_cache_bytes(L, H, d, 1, "bfloat16")["bytes_per_token"]),
+        ("GQA, 8 K/V heads", kv_cache_bytes(L, 8, d, 1, "bfloat16")["bytes_per_token"]),
+    ]
+    rows += [("MLA, latent 512 + 64", latent["bytes_per_token"]), ("MQA, 1 K/V head", kv_cache_bytes(L, 1, d, 1, "bfloat16")["bytes_per_token"])]
+    return [{"name": n, "bytes": b} for n, b in rows]
+
+
+def mla_cache():
+    """Log-scale bars: the cache per token of one model shape under MHA, GQA, MLA and MQA."""
+    rows = mla_rows()
+    left, width = 130, 150
+    s = Svg(360, 24 + 30 * len(rows) + 20)
+    lo, hi = math.log10(min(r["bytes"] for r in rows)) - 0.3, math.log10(max(r["bytes"] for r in rows))
+    for i, r in enumerate(rows):
+        y = 12 + i * 30
+        w = width * (math.log10(r["bytes"]) - lo) / (hi - lo)
+        s.text(left - 6, y + 14, r["name"], cls="label small", anchor="end")
+        s.box(left, y, w, 20, cls="box accent" if r["name"].startswith("MLA") else "box", rx=2, data={"variant": r["name"].split(",")[0], "bytes": r["bytes"]})
+        s.text(left + w + 4, y + 14, f"{r['bytes'] / 1024:,.1f} KiB", cls="label small", anchor="start")
+    s.text(180, 24 + 30 * len(rows) + 6, "cache per token, 16-bit, log scale", cls="label small dim")
+    alt = "Cache per token of DeepSeek-V3's shape: " + "; ".join(f"{r['name']}: {r['bytes']:,} bytes" for r in rows) + "."
+    caption = "DeepSeek-V3's shape (61 layers, 128 heads of width 128) cached four ways (demos.kv_cache.kv_cache_bytes and latent_cache_bytes)."
+    return s.render("mla-cache", alt), alt, caption

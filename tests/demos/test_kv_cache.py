@@ -193,3 +193,27 @@ BAD = [
 def test_bad_input_raises_readable_value_error(func, kwargs, message):
     with pytest.raises(ValueError, match=message):
         func(**kwargs)
+
+
+# ---------------------------------------------------------------------------
+# Multi-head latent attention's cache
+
+
+def test_latent_cache_counts_the_latent_and_the_rotary_key():
+    from demos.kv_cache import kv_cache_bytes, latent_cache_bytes
+
+    r = latent_cache_bytes(n_layer=61, d_latent=512, d_rope=64, n_head=128, d_head=128, context_length=1000, dtype="bfloat16")
+    assert r["bytes_per_token"] == 61 * (512 + 64) * 2 and r["total_bytes"] == 1000 * r["bytes_per_token"]
+    mha = kv_cache_bytes(61, 128, 128, 1, "bfloat16")["bytes_per_token"]
+    assert r["mha_bytes_per_token"] == mha and r["ratio"] == pytest.approx(mha / r["bytes_per_token"])
+    # the same bytes as a GQA cache with 2.25 key/value heads of width 128 (DeepSeek-V2's comparison)
+    assert r["equivalent_gqa_groups"] == 2.25
+    assert r["bytes_per_token"] == pytest.approx(kv_cache_bytes(61, 9, 128, 1, "bfloat16")["bytes_per_token"] / 4)
+
+
+@pytest.mark.parametrize("kwargs", [{"d_latent": 0}, {"n_layer": 0}, {"dtype": "float8"}])
+def test_latent_cache_refuses_bad_sizes(kwargs):
+    from demos.kv_cache import latent_cache_bytes
+
+    with pytest.raises(ValueError):
+        latent_cache_bytes(**kwargs)

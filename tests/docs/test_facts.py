@@ -241,3 +241,17 @@ def test_rope_scaling_numbers():
     slow = sum(v > 4096 for v in w["none"])
     assert f"the {slow} slowest of the {len(w['pair'])} pairs never completed a turn" in page
     assert w["ntk"][0] == w["none"][0] and w["yarn"][0] == w["none"][0]
+
+
+def test_latent_attention_numbers():
+    """innovations/gqa-mqa.md: DeepSeek-V3's MLA cache against multi-head attention."""
+    from demos.kv_cache import kv_cache_bytes, latent_cache_bytes
+
+    page = flat_page("innovations/gqa-mqa.md")
+    r = latent_cache_bytes(n_layer=61, d_latent=512, d_rope=64, n_head=128, d_head=128, context_length=4096, dtype="bfloat16")
+    math = lambda n: f"{n:,}".replace(",", "{,}")  # noqa: E731  (a number as the page's TeX writes it)
+    assert f"= {math(r['bytes_per_token'])}$ bytes per token" in page and r["bytes_per_token"] == 70_272
+    assert f"= {math(r['mha_bytes_per_token'])}$ bytes for multi-head attention" in page
+    assert r["mha_bytes_per_token"] == kv_cache_bytes(61, 128, 128, 1, "bfloat16")["bytes_per_token"]
+    assert f"{round(r['ratio'])} times smaller" in page and f"GQA cache with {r['equivalent_gqa_groups']} key/value heads" in page
+    assert f"{r['total_bytes'] / 2**20:.1f} MiB instead of {r['mha_bytes_per_token'] * 4096 / 2**30:.2f} GiB" in page

@@ -203,6 +203,14 @@ def check_gqa(root):
         assert got[name] == 2 * shape["n_layer"] * kv * shape["d_head"] * 2
 
 
+def check_mla(root):
+    shape = attention.MLA_SHAPE
+    got = {e.get("data-variant"): int(e.get("data-bytes")) for e in all_with(root, "data-variant")}
+    L, H, d = shape["n_layer"], shape["n_head"], shape["d_head"]
+    assert got == {"MHA": 2 * L * H * d * 2, "GQA": 2 * L * 8 * d * 2, "MLA": L * (shape["d_latent"] + shape["d_rope"]) * 2, "MQA": 2 * L * d * 2}
+    assert got["MQA"] < got["MLA"] < got["GQA"] < got["MHA"]
+
+
 def check_flash(root):
     n = attention.TILE_T // attention.TILE
     tiles = all_with(root, "data-tile")
@@ -413,6 +421,7 @@ NUMBERS = {
     "multi-head": check_multi_head,
     "sliding-window": check_sliding_window,
     "gqa-mqa": check_gqa,
+    "mla-cache": check_mla,
     "flash-tiles": check_flash,
     "kv-cache": check_kv_cache,
     "quantization-outliers": check_quantization_outliers,
