@@ -24,6 +24,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "qkv": block.qkv,
     "mlp": block.mlp,
     "gated-ffn": block.gated_ffn,
+    "head-circuits": block.head_circuits,
     "attention-masks": attention.attention_masks,
     "multi-head": attention.multi_head,
     "encoder-decoder": attention.encoder_decoder,

@@ -265,3 +265,35 @@ def gated_ffn():
     )
     caption = "Two feed-forward blocks with nearly the same parameter count (shapes from demos.ffn.mlp_shapes, d = 768)."
     return s.render("gated-ffn", alt), alt, caption
+
+
+def head_circuits():
+    """One head's two circuits, with GPT-2 small's widths: QK decides the pattern, OV what moves."""
+    d = small_shapes()
+    C, D = d["n_embd"], d["head_dim"]
+    s = Svg(360, 232)
+    s.text(180, 12, f"one head of GPT-2 small: stream width {C}, head width {D}", cls="label small bold")
+    # QK: two stream vectors in, one score out.
+    s.box(10, 26, 100, 26, "x_t (query side)", cls="box")
+    s.box(10, 92, 100, 26, "x_s (key side)", cls="box")
+    s.box(140, 52, 120, 40, f"W_QK: {C} × {C}", cls="box primary", sub=f"rank ≤ {D}", data={"circuit": "qk", "rows": C, "cols": C, "rank": D})
+    s.arrow(110, 39, 140, 62)
+    s.arrow(110, 105, 140, 82)
+    s.box(286, 56, 64, 32, "score", cls="box accent")
+    s.arrow(260, 72, 286, 72)
+    s.text(200, 112, "where to look: x_t W_QK x_sᵀ / 8", cls="label small dim")
+    # OV: the attended vector in, the destination's update out.
+    s.box(10, 150, 100, 26, "x_s (attended)", cls="box")
+    s.box(140, 142, 120, 40, f"W_OV: {C} × {C}", cls="box primary", sub=f"rank ≤ {D}", data={"circuit": "ov", "rows": C, "cols": C, "rank": D})
+    s.arrow(110, 163, 140, 163)
+    s.box(286, 146, 64, 32, "update", cls="box accent")
+    s.arrow(260, 162, 286, 162)
+    s.text(200, 202, "what to move: weight × x_s W_OV, into the stream at t", cls="label small dim")
+    s.text(180, 224, f"W_QK = W_Q W_Kᵀ, W_OV = W_V W_O, both of rank ≤ {D}", cls="label small dim")
+    alt = (
+        f"Two diagrams for one GPT-2 small head. The QK circuit, a {C} by {C} matrix of rank at most {D}, takes the query-side and key-side "
+        f"stream vectors and gives their score. The OV circuit, also {C} by {C} of rank at most {D}, takes the attended vector and gives "
+        "the update written into the destination's stream."
+    )
+    caption = f"A head's QK and OV circuits (shapes from model_export.gpt2.GPT2Config: d = {C}, head width {D}), after Elhage et al. (2021)."
+    return s.render("head-circuits", alt), alt, caption

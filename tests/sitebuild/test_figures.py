@@ -18,6 +18,7 @@ from site_under_test import SITE
 
 from demos.attention import scaled_dot_product_attention
 from demos.bpe import train_bpe
+from demos.circuits import circuits
 from demos.decoding import beam_search
 from demos.embeddings import DENSE_VECTORS, WORDS
 from demos.ffn import mlp_shapes
@@ -129,6 +130,13 @@ def check_mlp(root):
     z = np.linspace(-4, 4, 801)
     exact_min = float((0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z**3)))).min())
     assert float(all_with(root, "data-min")[0].get("data-min")) == pytest.approx(exact_min, abs=2e-3)
+
+
+def check_head_circuits(root):
+    shown = {e.get("data-circuit"): (int(e.get("data-rows")), int(e.get("data-cols")), int(e.get("data-rank"))) for e in all_with(root, "data-circuit")}
+    assert shown == {"qk": (SMALL.n_embd, SMALL.n_embd, SMALL.head_dim), "ov": (SMALL.n_embd, SMALL.n_embd, SMALL.head_dim)}
+    r = circuits(d_model=48, n_head=SMALL.n_embd // SMALL.head_dim, tokens=3)  # GPT-2's 12 heads, scaled down: rank = head width
+    assert r["qk_rank"] == r["ov_rank"] == [48 // 12] * 12
 
 
 def check_gated_ffn(root):
@@ -417,6 +425,7 @@ NUMBERS = {
     "qkv": check_qkv,
     "mlp": check_mlp,
     "gated-ffn": check_gated_ffn,
+    "head-circuits": check_head_circuits,
     "attention-masks": check_attention_masks,
     "multi-head": check_multi_head,
     "sliding-window": check_sliding_window,
