@@ -48,6 +48,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "zero-few-shot": sections.zero_few_shot,
     "context-window": sections.context_window,
     "tokens-per-language": sections.tokens_per_language,
+    "superposition": sections.superposition_curve,
     "export-pipeline": sections.export_pipeline,
     "gradient-range": training.gradient_range,
     "zero-memory": training.zero_memory,

@@ -33,6 +33,7 @@ from demos.rope_scaling import wavelengths
 from demos.sampling import next_token_distribution
 from demos.sharding import model_state_memory
 from demos.size import presets as size_presets
+from demos.superposition import superposition
 from model_export.gpt2 import GPT2Config
 from model_export.layout import PIECE_BYTES
 from model_export.tables import PARITY_IDS
@@ -170,6 +171,16 @@ def check_rope_scaling(root):
     assert lines["yarn"][0] == lines["none"][0] and lines["linear"][0] == pytest.approx(4 * lines["none"][0], abs=1e-3)
     assert int(root.get("data-slow-pairs")) == sum(v > 4096 for v in w["none"])
     assert sorted(int(e.get("data-length")) for e in all_with(root, "data-length")) == [4096, 16384]
+
+
+def check_superposition(root):
+    points = all_with(root, "data-model")
+    assert len(points) == 2 * len(sections.SUPERPOSITION_DENSITIES)
+    for e in points:
+        r = superposition(density=float(e.get("data-density")))
+        assert float(e.get("data-error")) == pytest.approx(r[f"{e.get('data-model')}_error"], abs=1e-5)
+    first = superposition(density=sections.SUPERPOSITION_DENSITIES[0])
+    assert first["winner"] == "superposition" and float(root.get("data-crossover")) > 0.05
 
 
 def grids(root):
@@ -446,6 +457,7 @@ NUMBERS = {
     "one-hot-vs-dense": check_one_hot_vs_dense,
     "context-window": check_context_window,
     "tokens-per-language": check_tokens_per_language,
+    "superposition": check_superposition,
     "export-pipeline": check_export_pipeline,
     "gradient-range": check_gradient_range,
     "zero-memory": check_zero_memory,
