@@ -44,6 +44,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "beam-tree": decoding.beam_tree,
     "top-k-top-p": decoding.top_k_top_p,
     "temperature": decoding.temperature,
+    "speculative-tokens": decoding.speculative_tokens,
     "one-hot-vs-dense": sections.one_hot_vs_dense,
     "zero-few-shot": sections.zero_few_shot,
     "context-window": sections.context_window,

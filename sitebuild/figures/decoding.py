@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from demos.decoding import beam_search
 from demos.sampling import next_token_distribution, softmax
+from demos.speculative import expected_tokens
 from sitebuild.figures.svg import Svg
 
 BEAM_WIDTH = 2
@@ -131,3 +132,41 @@ def temperature():
     )
     caption = "Temperature on one distribution (demos.sampling.softmax): below 1 it sharpens, above 1 it flattens; the order of the tokens never changes."
     return s.render("temperature", alt), alt, caption
+
+
+SPEC_ALPHAS = (0.5, 0.7, 0.8, 0.9)  # acceptance rates drawn
+SPEC_GAMMAS = tuple(range(0, 11))  # draft tokens per target pass
+
+
+def speculative_tokens():
+    """Expected tokens per target pass against the number of draft tokens, one line per acceptance rate."""
+    left, top, width, height = 40, 24, 250, 150
+    s = Svg(360, top + height + 44)
+    s.text(left, 12, "expected tokens per target pass, (1 − α^(γ+1)) / (1 − α)", cls="label small dim", anchor="start")
+    peak = expected_tokens(max(SPEC_ALPHAS), max(SPEC_GAMMAS))
+    x_of = lambda g: left + width * g / max(SPEC_GAMMAS)  # noqa: E731
+    y_of = lambda v: top + height * (1 - (v - 1) / (peak - 1))  # noqa: E731
+    for v in range(1, int(peak) + 1):
+        s.line(left, y_of(v), left + width, y_of(v), cls="line thin")
+        s.text(left - 4, y_of(v) + 3, str(v), cls="label small", anchor="end")
+    for g in SPEC_GAMMAS[::2]:
+        s.text(x_of(g), top + height + 14, str(g), cls="label small")
+    for k, alpha in enumerate(SPEC_ALPHAS):
+        values = [expected_tokens(alpha, g) for g in SPEC_GAMMAS]
+        s.polyline([(x_of(g), y_of(v)) for g, v in zip(SPEC_GAMMAS, values)], cls="curve" if k % 2 else "curve alt")
+        s.text(
+            x_of(max(SPEC_GAMMAS)) + 2,
+            y_of(values[-1]) + 3,
+            f"α = {alpha}",
+            cls="label small",
+            anchor="start",
+            data={"alpha": alpha, "at-10": f"{values[-1]:.4f}"},
+        )
+    s.text(left + width / 2, top + height + 32, "draft tokens per target pass (γ)", cls="label small dim")
+    alt = (
+        "Expected tokens per pass of the target model against the number of draft tokens, for acceptance rates "
+        + ", ".join(f"{a} (reaching {expected_tokens(a, max(SPEC_GAMMAS)):.2f} at γ = {max(SPEC_GAMMAS)})" for a in SPEC_ALPHAS)
+        + ". Each curve levels off towards 1 / (1 − α)."
+    )
+    caption = "Speculative decoding's expected gain (demos.speculative.expected_tokens, Leviathan et al., 2023)."
+    return s.render("speculative-tokens", alt), alt, caption

@@ -255,3 +255,10 @@ def test_latent_attention_numbers():
     assert r["mha_bytes_per_token"] == kv_cache_bytes(61, 128, 128, 1, "bfloat16")["bytes_per_token"]
     assert f"{round(r['ratio'])} times smaller" in page and f"GQA cache with {r['equivalent_gqa_groups']} key/value heads" in page
     assert f"{r['total_bytes'] / 2**20:.1f} MiB instead of {r['mha_bytes_per_token'] * 4096 / 2**30:.2f} GiB" in page
+
+
+def test_speculative_decoding_numbers():
+    from demos.speculative import expected_tokens
+
+    page = flat_page("decoding/speculative.md")
+    assert f"{expected_tokens(0.8, 4):.2f} with $\\alpha = 0.8$ and $\\gamma = 4$" in page

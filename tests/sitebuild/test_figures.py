@@ -183,6 +183,16 @@ def check_superposition(root):
     assert first["winner"] == "superposition" and float(root.get("data-crossover")) > 0.05
 
 
+def check_speculative(root):
+    labels = {float(e.get("data-alpha")): float(e.get("data-at-10")) for e in all_with(root, "data-alpha")}
+    assert set(labels) == set(decoding.SPEC_ALPHAS)
+    for alpha, value in labels.items():
+        simulated = 0.0  # the expected length, summed as the chance that the first k draft tokens all survive
+        for k in range(11):
+            simulated += alpha**k
+        assert value == pytest.approx(simulated, abs=1e-4)
+
+
 def grids(root):
     return {e.get("data-mask"): [[c == "1" for c in row] for row in e.get("data-allowed").split("/")] for e in all_with(root, "data-mask")}
 
@@ -454,6 +464,7 @@ NUMBERS = {
     "beam-tree": check_beam,
     "top-k-top-p": check_top_k_top_p,
     "temperature": check_temperature,
+    "speculative-tokens": check_speculative,
     "one-hot-vs-dense": check_one_hot_vs_dense,
     "context-window": check_context_window,
     "tokens-per-language": check_tokens_per_language,
