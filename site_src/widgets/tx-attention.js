@@ -11,7 +11,7 @@
  * The matrices come from a *source*. The default, `toySource`, calls
  * `demos.attention.explore` in the Pyodide worker (toy embeddings, seeded weights).
  * Another source (e.g. a real model's layer × head attentions) can be plugged in with
- * `element.source = {label, load(request)}`, where `load` resolves to
+ * `element.source = {label, note?, load(request)}` (`note`, if any, is shown under the title), where `load` resolves to
  * `{tokens, is_pad, allowed, heads: [{weights}]}` (weights: T×T, rows = queries).
  *
  * Every cell carries its weight in `data-weight` (full precision) and `data-masked`;
@@ -32,6 +32,7 @@ const KEYS_THAT_FIT = 10;
 /** The explorer's own matrices: toy embeddings and seeded weights, computed by demos.attention. */
 export const toySource = {
   label: "Toy weights, computed by demos.attention.explore",
+  note: "Untrained: each word gets a fixed random vector and the projections are random, so the pattern shows how attention computes, not what a trained model would attend to in this sentence.",
   load({ sentence, heads, causal, padding, seed }) {
     return callDemo("attention", "explore", { sentence, heads, causal, padding, seed });
   },
@@ -80,6 +81,7 @@ class TxAttention extends TxLab {
         <label class="check">Causal mask <input name="causal" type="checkbox"><span class="axis">hide later words</span></label>
         <label>Padding <input name="padding" type="range" min="0" max="4" step="1"><output></output></label>
       </div>
+      <div class="axis note"></div>
       <div class="axis">Rows: the query (the word that is looking). Columns: the key (the word looked at). Each row sums to 1.</div>
       <div class="matrix"><div class="grid" role="grid"></div></div>
       <div class="readout" aria-live="polite">Hover over or focus a cell (arrow keys move) to read its weight.</div>
@@ -137,6 +139,7 @@ class TxAttention extends TxLab {
   echo(request) {
     this.$('[name="padding"] + output').textContent = String(request.padding);
     this.$(".source").textContent = `(${this.source.label})`;
+    this.$(".note").textContent = this.source.note ?? "";
   }
 
   compute(request) {

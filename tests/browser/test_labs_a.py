@@ -25,6 +25,8 @@ def test_attention_explorer_matches_cpython(tab):
     weights, masked = shown_attention(widget)
     assert_close(weights, expected["heads"][0]["weights"])
     assert masked.tolist() == (~np.array(expected["allowed"])).tolist()
+    # the widget says its weights are untrained, so a sentence with meaning is not read as a finding
+    assert widget.locator(".note").inner_text().startswith("Untrained: each word gets a fixed random vector")
 
     # A reader types a sentence, picks 3 heads, turns the mask off, adds padding, looks at head 2.
     widget.locator('[name="sentence"]').fill("attention is all you need")
