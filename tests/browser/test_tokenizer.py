@@ -4,24 +4,16 @@ them as the reader reads them, counts each line, and refuses an empty or oversiz
 import json
 
 import pytest
+from gpt2_vocab import hf_tokenizer
 
-from sitebuild.paths import ROOT
 from widget_checks import wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
 
-VOCAB = ROOT / "build" / "models" / "tiny"
-
 
 @pytest.fixture(scope="module")
 def hf_ids():
-    """GPT-2's tokenizer from the Hugging Face `tokenizers` library, with `<|endoftext|>` special."""
-    tokenizers = pytest.importorskip("tokenizers")
-    if not (VOCAB / "vocab.json").is_file():
-        pytest.skip("no exported model: run `make` first")
-    tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(VOCAB / "vocab.json"), str(VOCAB / "merges.txt")))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.add_special_tokens(["<|endoftext|>"])
+    tok = hf_tokenizer(special=True)  # Hugging Face's GPT-2 tokenizer turns literal <|endoftext|> into 50256
     return lambda text: tok.encode(text).ids
 
 

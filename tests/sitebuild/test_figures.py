@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gpt2_vocab import hf_tokenizer
 from mkdocs.exceptions import PluginError
 from site_under_test import SITE
 
@@ -148,12 +149,7 @@ def check_gated_ffn(root):
 
 
 def check_tokens_per_language(root):
-    tokenizers = pytest.importorskip("tokenizers")
-    vocab = sorted(ROOT.glob("build/models/*/vocab.json"))
-    if not vocab:
-        pytest.skip("no exported model's vocab.json: run `make` first")
-    tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(vocab[0]), str(vocab[0].with_name("merges.txt"))))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok = hf_tokenizer()
     bars = {e.get("data-language"): (int(e.get("data-tokens")), int(e.get("data-chars"))) for e in all_with(root, "data-language")}
     assert bars == {lang: (len(tok.encode(text).ids), len(text)) for lang, text in sections.LANGUAGE_LINES}
     assert bars["Japanese"][0] > 2 * bars["English"][0]
