@@ -121,9 +121,7 @@ def quantization_outliers():
         s.polyline(points, cls=cls)
         for (x, y), o, r in zip(points, QUANT_OUTLIERS, runs):
             s.circle(x, y, 2, cls="box", data={"method": method, "outlier": o, "error": f"{r['errors'][method]:.5f}"})
-        lx, ly = left + (k % 2) * 160, top + height + 32 + 14 * (k // 2)
-        s.polyline([(lx, ly), (lx + 18, ly)], cls=cls)
-        s.text(lx + 22, ly + 3, label, cls="label small", anchor="start")
+        s.legend_entry(left + (k % 2) * 160, top + height + 32 + 14 * (k // 2), label, cls)
     s.text(left + width / 2, top + height + 66, "size of the outlier dimension (times the others)", cls="label small dim")
     last = runs[QUANT_OUTLIERS.index(50)]["errors"]
     alt = (

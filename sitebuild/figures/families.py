@@ -150,9 +150,7 @@ def rope_scaling():
     for k, (method, (label, cls)) in enumerate(ROPE_SCALING_LINES.items()):
         points = [(x_of(i), y_of(v)) for i, v in zip(w["pair"], w[method])]
         s.polyline(points, cls=cls, data={"method": method, "first": f"{w[method][0]:.4f}", "last": f"{w[method][-1]:.1f}"})
-        lx, ly = left + (k % 2) * 150, top + height + 32 + 14 * (k // 2)
-        s.polyline([(lx, ly), (lx + 18, ly)], cls=cls)
-        s.text(lx + 22, ly + 3, label, cls="label small", anchor="start")
+        s.legend_entry(left + (k % 2) * 150, top + height + 32 + 14 * (k // 2), label, cls)
     s.text(left + width / 2, top + height + 14, f"pair of dimensions (0 … {len(w['pair']) - 1})", cls="label small dim")
     s.text(left + width / 2, top + height + 66, "wavelength in positions (log scale)", cls="label small dim")
     slow = sum(v > w["original"] for v in w["none"])

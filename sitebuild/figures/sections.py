@@ -324,9 +324,7 @@ def superposition_curve():
         s.polyline(points, cls=cls)
         for (x, y), p, r in zip(points, SUPERPOSITION_DENSITIES, runs):
             s.circle(x, y, 2, cls="box", data={"model": key.split("_")[0], "density": f"{p:g}", "error": f"{r[key]:.5f}"})
-        ly = top + height + 32 + 14 * k
-        s.polyline([(left, ly), (left + 18, ly)], cls=cls)
-        s.text(left + 22, ly + 3, label, cls="label small", anchor="start")
+        s.legend_entry(left, top + height + 32 + 14 * k, label, cls)
     s.text(left + width / 2, top + height + 76, "probability that a feature is active (log-spaced)", cls="label small dim")
     cross = next(p for p, r in zip(SUPERPOSITION_DENSITIES, runs) if r["winner"] == "dedicated")
     alt = (

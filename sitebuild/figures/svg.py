@@ -79,6 +79,11 @@ class Svg:
         pts = " ".join(f"{_num(float(x))},{_num(float(y))}" for x, y in points)
         self.add(f"<polyline{_attrs(cls, data, points=pts)}/>")
 
+    def legend_entry(self, x, y, label, cls="curve") -> None:
+        """A short sample of a line drawn with ``cls``, and its label to the right."""
+        self.polyline([(x, y), (x + 18, y)], cls=cls)
+        self.text(x + 22, y + 3, label, cls="label small", anchor="start")
+
     def arrow(self, x1, y1, x2, y2, cls="arrow", head=6) -> None:
         """A line from ``(x1, y1)`` to ``(x2, y2)`` with a filled head at the end."""
         a = math.atan2(y2 - y1, x2 - x1)
