@@ -1,22 +1,39 @@
 """Figures of the pipeline's stages: the embedding sum, the tied output head and the generation loop.
 
 Shapes come from ``model_export.gpt2.GPT2Config()`` (through ``block.small_shapes``), the row
-labels from the running example's token ids (``model_export.tables.PARITY_IDS``).
+labels from the running example's token ids: the widgets' default prompt (``DEFAULT_PROMPT`` in
+``site_src/widgets/pipeline/prompt.js``, its one owner) through GPT-2's merges and vocabulary.
 """
 
 from __future__ import annotations
 
+import json
+import re
+
+from demos.bpe import apply_merges
 from sitebuild.figures.block import small_shapes
+from sitebuild.figures.sections import gpt2_files
 from sitebuild.figures.svg import Svg
+from sitebuild.paths import SITE_SRC
 
 LOOP_STEPS = 3
 
 
-def parity_ids() -> list[int]:
-    """The running example's six token ids (" Data visualization empowers users to")."""
-    from model_export.tables import PARITY_IDS
+def running_example() -> str:
+    """The widgets' default prompt, the book's running example (read from prompt.js)."""
+    text = (SITE_SRC / "widgets" / "pipeline" / "prompt.js").read_text(encoding="utf-8")
+    match = re.search(r'export const DEFAULT_PROMPT = "([^"]+)";', text)
+    if not match:
+        raise ValueError("site_src/widgets/pipeline/prompt.js: DEFAULT_PROMPT not found")
+    return match[1]
 
-    return list(PARITY_IDS)
+
+def parity_ids() -> list[int]:
+    """The running example's token ids, "Data visualization empowers users to" (no leading space)."""
+    merges, vocab = gpt2_files()
+    tokens = apply_merges(running_example(), merges.read_text(encoding="utf-8"))["tokens"]
+    ids = json.loads(vocab.read_text(encoding="utf-8"))
+    return [ids[t] for t in tokens]
 
 
 def embedding_sum():

