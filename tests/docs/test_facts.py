@@ -164,6 +164,23 @@ def test_cases_are_all_run():
         ),
         ("attention/cost.md", ["about $2 d^2$ multiply-adds per position for a plain RNN"], ["does about $d^2$ work per position"]),
         ("foundations/tokenizers.md", ["a vocabulary of 128K tokens", "128,256 ids in its released configuration"], []),
+        # Kamradt (2023): recall fell above 73K tokens with the fact at 7 %–50 % depth.
+        ("prompting/context-rot.md", ["between about 7 % and 50 %"], ["between about 10 % and 50 %"]),
+        ("innovations/long-context.md", ["between about 7 % and 50 %", "2,048 tokens to see where LLaMA was"], ["between about 10 % and 50 %"]),
+        ("efficiency/quantization.md", ["about 2.6 times as fast as fp32", "fp16 is no faster than fp32"], ["more than its smaller file alone would"]),
+        ("efficiency/distillation.md", ["holds about 39 %"], ["takes most of the probability"]),
+        ("efficiency/serving.md", [], ["5 to 7 seconds"]),
+        ("decoding/guided-json.md", ['`","`'], ['`", "`']),
+        ("inside/patching.md", ["has 8 tokens in each prompt and the indirect-object pair 14"], ["landmark prompts"]),
+        ("innovations/flash-attention.md", ["references.md#dao2024", "in FlashAttention-2's loop order"], ["It loads a block of queries, then streams"]),
+        ("innovations/relative-bias.md", ["every distance from 91 on (113 on in the one-directional decoder)"], ["every distance from 128 on"]),
+        ("innovations/rope.md", ["(Llama 2's length; the first LLaMA had 2,048)"], ["for LLaMA stretched four times"]),
+        ("inside/induction-heads.md", ["the 500th token of a context minus the loss at the 50th"], ["made exactly this drop"]),
+        ("inside/superposition.md", ["about 1.3 active features on average", "about half as much as the dedicated one"], ["rarely share a sample"]),
+        ("start/labs-setup.md", ["GPT-2 small needs about 1 GB while it loads"], ["covers the NumPy labs and GPT-2 small comfortably"]),
+        ("training/optimization.md", ["GPT-3 reaches 10 % after 260 billion of its 300 billion tokens"], []),
+        ("training/backprop.md", ["slightly negative for every $z$ below about $-0.75$"], ["slightly negative in between"]),
+        ("index.md", ["Only the first two rows and the last two depend on the vocabulary"], []),
     ],
 )
 def test_corrected_claims(page, must, must_not):
@@ -291,3 +308,23 @@ def test_speculative_decoding_numbers():
 
     page = flat_page("decoding/speculative.md")
     assert f"{expected_tokens(0.8, 4):.2f} with $\\alpha = 0.8$ and $\\gamma = 4$" in page
+
+
+def test_review_round_numbers():
+    """Numbers the review round corrected, each recomputed from its source."""
+    import json
+    import math
+
+    import numpy as np
+
+    export = json.loads((ROOT / "bench" / "results" / "export.json").read_text(encoding="utf-8"))
+    speed, sizes = export["decode"]["tok_per_s_median"], export["sizes_mb"]
+    assert round(speed["q8"] / speed["fp32"], 1) == 2.6 and round(sizes["fp32"] / sizes["q8"]) == 3 and speed["fp16"] <= speed["fp32"]
+    widget = (ROOT / "site_src" / "widgets" / "tx-sampling.js").read_text(encoding="utf-8")
+    logits = np.array([float(v) for v in re.search(r"3\.2, 2\.5, 2\.1[^\]]*", widget)[0].split(",")])  # the sandbox's default logits
+    p = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+    assert round(100 * p[0]) == 39 and "holds about 39 %" in flat_page("efficiency/distillation.md")
+    assert round(64 * 0.02, 1) == 1.3  # 64 features, each active with probability 0.02
+    z = np.linspace(-6, 6, 120_001)
+    slope = np.gradient(0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3))), z)
+    assert round(slope.max(), 2) == 1.13 and round(z[slope.argmax()], 1) == 1.4 and round(z[slope < 0].max(), 2) == -0.75

@@ -100,7 +100,6 @@ FACTS = [  # (page, what the page says, source, the source's words for it)
     ("scaling/flops.md", "about $10^{25}$ FLOPs", SEED_004, "training FLOPs for LLMs is like 10 to the power of 25"),
     ("innovations/long-context.md", "about one million tokens of input", SEED_004, "roughly one million tokens as the industry-standard context length"),
     ("innovations/long-context.md", "roughly from 73K to 128K tokens", SEED_004, "roughly 73K–128K tokens"),
-    ("innovations/long-context.md", "between about 10 % and 50 %", SEED_004, "about 10%–50% document depth"),
     ("prompting/context-rot.md", "Between roughly 73K and 128K tokens of context", SEED_004, "roughly 73K–128K tokens"),
     ("innovations/relative-bias.md", "In T5's released configuration there are 32 buckets", SEED_004, "bucketed relative distance"),
     ("innovations/sliding-window.md", "The Longformer model", SEED_004, "Sparse attention: Longformer"),
