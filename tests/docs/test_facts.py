@@ -328,3 +328,16 @@ def test_review_round_numbers():
     z = np.linspace(-6, 6, 120_001)
     slope = np.gradient(0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3))), z)
     assert round(slope.max(), 2) == 1.13 and round(z[slope.argmax()], 1) == 1.4 and round(z[slope < 0].max(), 2) == -0.75
+
+
+def test_t5_last_bucket_starts():
+    """innovations/relative-bias.md: where T5's last relative-position bucket begins (transformers' own bucket function)."""
+    torch = pytest.importorskip("torch")
+    t5 = pytest.importorskip("transformers.models.t5.modeling_t5")
+    d = torch.arange(0, 300)
+    firsts = []
+    for bidirectional in (True, False):
+        buckets = t5.T5Attention._relative_position_bucket(-d, bidirectional=bidirectional, num_buckets=32, max_distance=128)
+        firsts.append(int((buckets == buckets.max()).nonzero()[0]))
+    assert firsts == [91, 113]
+    assert "every distance from 91 on (113 on in the one-directional decoder)" in flat_page("innovations/relative-bias.md")
