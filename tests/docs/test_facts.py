@@ -181,6 +181,8 @@ def test_cases_are_all_run():
         ("training/optimization.md", ["GPT-3 reaches 10 % after 260 billion of its 300 billion tokens"], []),
         ("training/backprop.md", ["slightly negative for every $z$ below about $-0.75$"], ["slightly negative in between"]),
         ("index.md", ["Only the first two rows and the last two depend on the vocabulary"], []),
+        ("innovations/long-context.md", ["references.md#gemini2024"], ["As of October 2026", "around 100,000 tokens"]),
+        ("attention/seq2seq.md", ["references.md#cho2014", "Feeding $c$ at every step is Cho et al.'s design"], []),
     ],
 )
 def test_corrected_claims(page, must, must_not):
