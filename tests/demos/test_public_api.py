@@ -27,3 +27,9 @@ def test_public_functions_are_documented(name):
     assert functions, f"demos.{name} defines no public function"
     undocumented = [fn for fn, f in functions.items() if not inspect.getdoc(f)]
     assert not undocumented, f"demos.{name}: no docstring on {undocumented}"
+
+
+def test_every_module_is_on_the_reference_page():
+    page = (ROOT / "docs" / "reference" / "demos.md").read_text(encoding="utf-8")
+    missing = [name for name in MODULES if f"::: demos.{name}\n" not in page + "\n"]
+    assert not missing, f"docs/reference/demos.md renders no API for {missing}"

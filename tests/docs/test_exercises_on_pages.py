@@ -18,7 +18,7 @@ from demos import exercises
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 LAB_PAGES = sorted((DOCS / "labs").glob("*.md"))
 STAGE_PAGES = sorted((DOCS / "pipeline").glob("*.md"))  # index.md (the whole pass) and 01 … 08 with 5a … 5f
-TAG = re.compile(r"<(tx-predict|tx-exercise)\b([^>]*)>")
+TAG = re.compile(r"(?<!`)<(tx-predict|tx-exercise)\b([^>]*)>")  # a tag, not one quoted as `<tx-predict>`
 ATTR = re.compile(r"""([a-z-]+)=(?:"([^"]*)"|'([^']*)')""")
 
 
@@ -65,10 +65,11 @@ def test_every_lab_page_has_a_code_exercise_of_its_own(page):
         assert exercises.EXERCISES[attrs["exercise"]].page == f"labs/{page.name}"
 
 
-PREDICTIONS = [(page, attrs) for page in LAB_PAGES + STAGE_PAGES for attrs in widgets(page, "tx-predict")]
+# Every <tx-predict> of the book, not only those the lab and stage pages must have.
+PREDICTIONS = [(page, attrs) for page in sorted(DOCS.rglob("*.md")) for attrs in widgets(page, "tx-predict")]
 
 
-@pytest.mark.parametrize("page, attrs", PREDICTIONS, ids=[f"{p.stem}:{a.get('function')}" for p, a in PREDICTIONS])
+@pytest.mark.parametrize("page, attrs", PREDICTIONS, ids=[f"{p.parent.name}/{p.stem}:{a.get('function')}" for p, a in PREDICTIONS])
 def test_the_prediction_has_an_answer_computed_by_demos(page, attrs):
     for name in ("question", "module", "function", "answer", "explain"):
         assert name in attrs, f"{page.name}: a <tx-predict> without {name}"
