@@ -57,7 +57,7 @@ def circuits(d_model: int = 16, n_head: int = 4, tokens: int = 6, seed: int = 0,
         ``output_gap`` (largest |Σ_h A^h X W_OV^h − [z^1 | … | z^H] W_O|) and ``head_norms``
         (each head's share of the output, Frobenius norm).
 
-    Example:
+    Examples:
         >>> r = circuits(d_model=16, n_head=4)
         >>> r["qk_rank"], r["ov_rank"], r["score_gap"] < 1e-12, r["output_gap"] < 1e-12
         ([4, 4, 4, 4], [4, 4, 4, 4], True, True)

@@ -47,7 +47,7 @@ def quantize(x: np.ndarray, axis: int | None = None) -> tuple[np.ndarray, np.nda
         ``(codes, scale)``: int8 codes in [-127, 127] and the float scale (a scalar, or an
         array that broadcasts against x), with ``x ≈ codes * scale``.
 
-    Example:
+    Examples:
         >>> codes, scale = quantize(np.array([0.5, -1.0, 0.25]))
         >>> codes.tolist(), float(scale) == 1 / 127
         ([64, -127, 32], True)
@@ -136,7 +136,7 @@ def outlier_product(
         floating point), ``activation_peak`` and ``ordinary_peak`` (largest |X| overall and outside
         the outliers), and the settings.
 
-    Example:
+    Examples:
         >>> r = outlier_product(outlier=60.0, channels=1, seed=0)
         >>> r["errors"]["per_tensor"] > 5 * r["errors"]["llm_int8"]
         True

@@ -73,7 +73,7 @@ def scaled_frequencies(
         ``inv_freq`` (d/2 floats), ``original_inv_freq``, ``attention_factor`` (the logits are
         multiplied by its square: 1 except for YaRN) and the settings.
 
-    Example:
+    Examples:
         >>> r = scaled_frequencies("linear", factor=4, head_dim=8)
         >>> [round(a / b, 6) for a, b in zip(r["original_inv_freq"], r["inv_freq"])]
         [4.0, 4.0, 4.0, 4.0]
@@ -123,7 +123,7 @@ def wavelengths(factor: float = 4.0, head_dim: int = 128, base: float = 10000.0,
         ``pair`` (0 … d/2 - 1), one list of wavelengths per method in `METHODS`, ``original``
         and ``extended`` (s L): a pair whose wavelength exceeds L never completed a turn in training.
 
-    Example:
+    Examples:
         >>> w = wavelengths(factor=2, head_dim=4, base=100, original=64)
         >>> [round(x, 2) for x in w["none"]], [round(x, 2) for x in w["linear"]]
         ([6.28, 62.83], [12.57, 125.66])

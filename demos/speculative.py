@@ -37,7 +37,7 @@ def output_distribution(p, q) -> dict:
         a rejection; uniform zeros if α = 1) and ``output`` (q·min(1, p/q) + (1 − α)·residual,
         which equals p).
 
-    Example:
+    Examples:
         >>> r = output_distribution([0.5, 0.3, 0.2], [0.2, 0.3, 0.5])
         >>> round(r["acceptance"], 6), [round(x, 6) for x in r["output"]]
         (0.7, [0.5, 0.3, 0.2])
@@ -55,7 +55,7 @@ def output_distribution(p, q) -> dict:
 def expected_tokens(alpha: float = 0.8, gamma: int = 4) -> float:
     """Expected tokens per target pass with γ draft tokens and acceptance rate α: (1 − α^(γ+1)) / (1 − α).
 
-    Example:
+    Examples:
         >>> round(expected_tokens(0.8, 4), 4)
         3.3616
     """

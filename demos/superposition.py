@@ -41,7 +41,7 @@ def superposition(n_features: int = 64, d: int = 16, density: float = 0.02, thre
         ``winner`` ("superposition" or "dedicated"), ``max_interference`` (largest |cos| between
         two directions) and the settings.
 
-    Example:
+    Examples:
         >>> superposition(n_features=64, d=16, density=0.02)["winner"]
         'superposition'
         >>> superposition(n_features=64, d=16, density=0.5)["winner"]
