@@ -106,10 +106,11 @@ class TxTokenizer extends Widget {
   compute({ text }) {
     const tok = this.tokenizer;
     const ids = tok.encode(text);
-    const lines = text.split("\n").map((line, i) => {
-      const lineIds = tok.encode(line);
-      return { line: i, text: line, chars: [...line].length, bytes: new TextEncoder().encode(line).length, tokens: lineIds.length };
-    });
+    const utf8 = new TextEncoder();
+    // Each line on its own (what it would cost as a prompt of its own); the chips show the whole text.
+    const lines = text
+      .split("\n")
+      .map((line, i) => ({ line: i, text: line, chars: [...line].length, bytes: utf8.encode(line).length, tokens: tok.encode(line).length }));
     return { ids, pieces: ids.map((id) => tok.tokenToString(id)), special: tok.eosTokenId, lines };
   }
 
