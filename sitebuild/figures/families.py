@@ -124,7 +124,7 @@ def rope_rotation():
     return s.render("rope-rotation", alt), alt, caption
 
 
-ROPE_SCALING = {"factor": 4.0, "head_dim": 128, "base": 10000.0, "original": 4096}  # LLaMA's RoPE, stretched to 16,384
+ROPE_SCALING = {"factor": 4.0, "head_dim": 128, "base": 10000.0, "original": 4096}  # a LLaMA head's RoPE at Llama 2's 4,096 positions, stretched to 16,384
 ROPE_SCALING_LINES = {
     "none": ("trained", "curve dim"),
     "linear": ("position interpolation", "curve warn"),
@@ -159,5 +159,5 @@ def rope_scaling():
         f"complete a turn in the {w['original']:,} trained positions. Position interpolation multiplies every wavelength by {ROPE_SCALING['factor']:g}; "
         "NTK-aware scaling keeps the fastest pairs and stretches the slowest; YaRN keeps the fast pairs, stretches the slow ones fully, and ramps between."
     )
-    caption = f"Stretching LLaMA's RoPE from {w['original']:,} to {w['extended']:,} positions (demos.rope_scaling.wavelengths)."
+    caption = f"Stretching the RoPE of a LLaMA-shaped head (base {ROPE_SCALING['base']:,.0f}, width {ROPE_SCALING['head_dim']}) from {w['original']:,} to {w['extended']:,} positions (demos.rope_scaling.wavelengths)."
     return s.render("rope-scaling", alt, {"slow-pairs": slow}), alt, caption
