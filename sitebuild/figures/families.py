@@ -159,5 +159,6 @@ def rope_scaling():
         f"complete a turn in the {w['original']:,} trained positions. Position interpolation multiplies every wavelength by {ROPE_SCALING['factor']:g}; "
         "NTK-aware scaling keeps the fastest pairs and stretches the slowest; YaRN keeps the fast pairs, stretches the slow ones fully, and ramps between."
     )
-    caption = f"Stretching the RoPE of a LLaMA-shaped head (base {ROPE_SCALING['base']:,.0f}, width {ROPE_SCALING['head_dim']}) from {w['original']:,} to {w['extended']:,} positions (demos.rope_scaling.wavelengths)."
+    shape = f"base {ROPE_SCALING['base']:,.0f}, width {ROPE_SCALING['head_dim']}"
+    caption = f"Stretching the RoPE of a LLaMA-shaped head ({shape}) from {w['original']:,} to {w['extended']:,} positions (demos.rope_scaling.wavelengths)."
     return s.render("rope-scaling", alt, {"slow-pairs": slow}), alt, caption
