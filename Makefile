@@ -12,17 +12,18 @@ PY     := $(VENV)/bin/python
 PORT   ?= 8000
 # Where `make site` writes the site (the Pages workflow publishes site/).
 SITE_DIR ?= site
-# Which model the site serves: a preset (tiny, small-random), a local directory
+# Which model the site serves: book (the book's own trained model, committed in
+# model_export/book_model/), a preset of random weights (tiny, small-random), a local directory
 # saved with save_pretrained, or a Hugging Face Hub id (gpt2, distilgpt2, ...).
 # Left unset, `make serve` takes gpt2 when the Hugging Face Hub answers or the local
-# Hugging Face cache has it, and falls back to tiny (random weights) otherwise, saying
-# why; every other target (make test among them) takes tiny.
+# Hugging Face cache has it, and falls back to book otherwise, saying why; every other
+# target (make site and make test among them) takes book.
 ifeq ($(origin MODEL),undefined)
   ifneq ($(filter serve,$(MAKECMDGOALS)),)
-    MODEL := $(shell $(PYTHON) -m model_export.hub gpt2 tiny)
+    MODEL := $(shell $(PYTHON) -m model_export.hub gpt2 book)
   endif
 endif
-MODEL  ?= tiny
+MODEL  ?= book
 MODEL_NAME := $(notdir $(patsubst %/,%,$(MODEL)))
 ifneq ($(filter $(MODEL),tiny small-random),)
   MODEL_FROM := --preset $(MODEL)
@@ -119,7 +120,7 @@ $(VENDOR): sitebuild/assets.py package-lock.json | setup
 # is not built from unchecked files and the next run retries. Any change to the exporter
 # rebuilds the model.
 model: $(MANIFEST)
-$(MANIFEST): $(wildcard model_export/*.py model_export/data/*) | setup
+$(MANIFEST): $(wildcard model_export/*.py model_export/data/* model_export/book_model/*) | setup
 	$(VENV)/bin/model-export all $(MODEL_FROM) --out $(MODEL_DIR) || { rm -f $(MANIFEST); exit 1; }
 
 site: setup assets model

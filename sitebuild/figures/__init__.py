@@ -54,4 +54,5 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "gradient-range": training.gradient_range,
     "zero-memory": training.zero_memory,
     "optimizer-paths": training.optimizer_paths,
+    "book-model-curve": training.book_model_curve,
 }

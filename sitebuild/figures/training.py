@@ -4,6 +4,8 @@ scaling (``demos.mixed_precision.flush``), and each GPU's model state under ZeRO
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from demos.mixed_precision import flush
@@ -130,3 +132,55 @@ def optimizer_paths():
         "learning rate in each coordinate whatever the gradient's size, so they head straight for the minimum and then hover near it."
     )
     return s.render("optimizer-paths", alt), alt, caption
+
+
+BOOK_CURVE_LINES = {
+    "text_loss": ("prose, training (mean of 50 steps)", "curve dim"),
+    "held_out_loss": ("prose, held-out pages", "curve"),
+    "second_copy_loss": ("second copy of random tokens", "curve warn"),
+}
+
+
+def book_model_curve():
+    """The book's own model's training curves, read from its committed log (``model-export train``)."""
+    from model_export.train import LOG_FILE
+    from model_export.weights import BOOK_MODEL_DIR
+
+    log = [json.loads(line) for line in (BOOK_MODEL_DIR / LOG_FILE).read_text().splitlines()]
+    evals = [e for e in log if "held_out_loss" in e]
+    steps, top = log[-1]["step"], 12.0
+    left, width, height, first = 36, 300, 150, 20
+    s = Svg(360, first + height + 90)
+    x_of = lambda step: left + width * step / steps  # noqa: E731
+    y_of = lambda loss: first + height * (1 - min(loss, top) / top)  # noqa: E731
+    for loss in range(0, 13, 3):
+        s.line(left, y_of(loss), left + width, y_of(loss), cls="line thin")
+        s.text(left - 4, y_of(loss) + 3, str(loss), cls="label small", anchor="end")
+    s.line(left, y_of(np.log(50257)), left + width, y_of(np.log(50257)), cls="line dash")
+    s.text(left + width, y_of(np.log(50257)) - 4, "ln 50,257: a uniform guess", cls="label small dim", anchor="end")
+    window = 50
+    curves = {
+        "text_loss": [(e["step"], np.mean([x["text_loss"] for x in log[max(0, e["step"] - window) : e["step"]]])) for e in evals],
+        "held_out_loss": [(e["step"], e["held_out_loss"]) for e in evals],
+        "second_copy_loss": [(e["step"], e["second_copy_loss"]) for e in evals],
+    }
+    for k, (key, (label, cls)) in enumerate(BOOK_CURVE_LINES.items()):
+        points = [(x_of(step), y_of(loss)) for step, loss in curves[key]]
+        s.polyline(points, cls=cls, data={"curve": key, "last": f"{curves[key][-1][1]:.4f}"})
+        s.legend_entry(left, first + height + 34 + 14 * k, label, cls)
+    for step in (0, steps // 2, steps):
+        s.text(x_of(step), first + height + 14, f"{step:,}", cls="label small")
+    s.text(left + width / 2, first + height + 26, "optimiser step", cls="label small dim")
+    s.text(left - 30, first - 8, "loss (nats)", cls="label small dim", anchor="start")
+    last = evals[-1]
+    alt = (
+        f"Three loss curves over {steps:,} training steps of the book's own model. The prose's held-out loss ends at "
+        f"{last['held_out_loss']:.2f} nats, the training prose's near it, and the loss on the second copy of random tokens at "
+        f"{last['second_copy_loss']:.2f} nats, against 10.8 for a uniform guess."
+    )
+    caption = (
+        f"The book's model learning (model_export/book_model/{LOG_FILE}): the training loss on windows of the book's prose, the loss on "
+        "the held-out pages, and the loss predicting the second copy of random tokens written twice, measured every "
+        f"{evals[1]['step'] - evals[0]['step']} steps."
+    )
+    return s.render("book-model-curve", alt), alt, caption

@@ -16,6 +16,7 @@ import pytest
 from faults import manifest
 from inspect_reference import hooked
 from model_export import interpret
+from widget_checks import grid_values, settle
 
 pytestmark = pytest.mark.browser
 
@@ -31,38 +32,11 @@ def model():
     return hooked("q4x")
 
 
-def settle(p, tag, timeout=120_000):
-    """Until the widget is no longer loading; returns its state and status line."""
-    p.wait_for_function(
-        "(tag) => { const el = document.querySelector(tag); return el && ['ready', 'error'].includes(el.dataset.state); }",
-        arg=tag,
-        timeout=timeout,
-    )
-    el = p.locator(tag)
-    return el.get_attribute("data-state"), el.locator(".status-text").inner_text()
-
-
 def embed(tab, name, query=""):
     p = tab.embed(name, f"{EXACT}{'&' if query else ''}{query}")
     state, status = settle(p, f"tx-{name}")
     assert state == "ready", status
     return p, p.locator(f"tx-{name}")
-
-
-def grid_values(widget, name):
-    cells = widget.evaluate(
-        """(el, name) => [...el.shadowRoot.querySelectorAll(`figure[data-name='${name}'] td[data-r]`)]
-             .map(td => [+td.dataset.r, +td.dataset.c, +td.dataset.value, td.dataset.id ?? null])""",
-        name,
-    )
-    rows = max(r for r, *_ in cells) + 1
-    cols = max(c for _, c, *_ in cells) + 1
-    values = np.zeros((rows, cols))
-    ids = np.full((rows, cols), -1)
-    for r, c, v, i in cells:
-        values[r, c] = v
-        ids[r, c] = int(i) if i is not None else -1
-    return values, ids
 
 
 def tokens_of(widget):
@@ -88,7 +62,8 @@ def test_logit_lens_grid_final_rank_and_top10(tab):
     assert shown == np.argsort(-want[1, 2], kind="stable")[:10].tolist()
     assert "logit-lens.layer=1" in p.url and "logit-lens.position=2" in p.url
     text = widget.locator(".card").inner_text()
-    assert "Top 10 read after block 0, position 2" in text and "random weights" in text
+    assert "Top 10 read after block 0, position 2" in text
+    assert ("random weights" in text) == manifest()["random_weights"]  # the card says when the model is untrained
 
 
 def test_head_ablation_kl_top10_and_the_map(tab):

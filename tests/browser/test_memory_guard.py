@@ -70,7 +70,7 @@ def estimate(m: dict, variant: dict, c: dict) -> float:
 
 def amount(n: float) -> str:
     """errors.js memoryAmount: "315 MB", "1.6 GB"."""
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{round(n / 1e6)} MB"
+    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{math.floor(n / 1e6 + 0.5)} MB"  # Math.round: halves up
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ PAGES = [
 ]
 TOL = 1e-4
 SAME_WEIGHTS_TOL = 1e-5  # the page's recomputation vs the model's outputs, when both use the same weights
+INT8_LOGIT_GAP = 0.05  # logits of an int8 variant, WASM against x86 (generate_reference.EXACT_VARIANTS)
 
 
 @pytest.fixture(scope="module")
@@ -423,13 +424,16 @@ def test_sampling_dials_on_live_logits(tab, ref):
 def test_loop_greedy_tokens_match_onnxruntime(tab, ref):
     p, w = open_stage(tab, "08-autoregression/", "tx-stage-loop")
     variant = w.get_attribute("data-variant")
+    shown = json.loads(w.locator(".pl-loop").get_attribute("data-ids"))
+    assert len(shown) == 8
     ids = list(ref["ids"])
-    new = []
-    for _ in range(8):
-        nxt = int(np.argmax(ref["run"](variant, ids)["logits"][-1]))
-        new.append(nxt)
-        ids.append(nxt)
-    assert json.loads(w.locator(".pl-loop").get_attribute("data-ids")) == new
+    for step, got in enumerate(shown):
+        logits = ref["run"](variant, ids)["logits"][-1]
+        want = int(np.argmax(logits))
+        if got != want:  # only a near-tie may part them: int8 kernels round differently in WASM and on x86
+            assert logits[want] - logits[got] < INT8_LOGIT_GAP, (step, got, want, logits[want] - logits[got])
+            break
+        ids.append(got)
     fed = [int(x) for x in w.locator("tr[data-fed]").evaluate_all("rs => rs.map(r => r.dataset.fed)")]
     assert fed == [len(ref["ids"])] + [1] * 7
 

@@ -58,3 +58,30 @@ def press_keys(control, key, times):
     control.focus()
     for _ in range(times):
         control.page.keyboard.press(key)
+
+
+def settle(p, tag, timeout=120_000):
+    """Until the widget is no longer loading; returns its state and status line."""
+    p.wait_for_function(
+        "(tag) => { const el = document.querySelector(tag); return el && ['ready', 'error'].includes(el.dataset.state); }",
+        arg=tag,
+        timeout=timeout,
+    )
+    el = p.locator(tag)
+    return el.get_attribute("data-state"), el.locator(".status-text").inner_text()
+
+
+def grid_values(widget, name):
+    cells = widget.evaluate(
+        """(el, name) => [...el.shadowRoot.querySelectorAll(`figure[data-name='${name}'] td[data-r]`)]
+             .map(td => [+td.dataset.r, +td.dataset.c, +td.dataset.value, td.dataset.id ?? null])""",
+        name,
+    )
+    rows = max(r for r, *_ in cells) + 1
+    cols = max(c for _, c, *_ in cells) + 1
+    values = np.zeros((rows, cols))
+    ids = np.full((rows, cols), -1)
+    for r, c, v, i in cells:
+        values[r, c] = v
+        ids[r, c] = int(i) if i is not None else -1
+    return values, ids

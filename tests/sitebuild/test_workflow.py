@@ -1,5 +1,5 @@
 """The GitHub Pages workflow: it lints, every command it runs is a make target, and those
-targets run here with the tiny model (the workflow runs them with real GPT-2)."""
+targets run here with the book's own model (the workflow runs them with real GPT-2)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
 
 # What `make test` has just brought up to date; the commands under test must not redo it
 # (nor reinstall the shared virtual environment from inside a test).
-PREPARED = [".venv/.installed", "node_modules/.installed", "build/vendor/versions.json", "build/models/tiny/manifest.json"]
+PREPARED = [".venv/.installed", "node_modules/.installed", "build/vendor/versions.json", "build/models/book/manifest.json"]
 
 
 def workflow() -> dict:
@@ -145,17 +145,17 @@ def test_make_model_validates_and_fails_on_a_failed_check():
 # ---------------------------------------------------------------- the commands, run here
 
 
-def test_workflow_commands_run_here_with_the_tiny_model(tmp_path):
-    """Each `run:` of the workflow, as written, in bash, with MODEL=tiny and the site in tmp_path."""
+def test_workflow_commands_run_here_with_the_books_model(tmp_path):
+    """Each `run:` of the workflow, as written, in bash, with MODEL=book and the site in tmp_path."""
     site = tmp_path / "site"
-    env = {**os.environ, "MODEL": "tiny", "SITE_DIR": str(site), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
+    env = {**os.environ, "MODEL": "book", "SITE_DIR": str(site), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md")}
     old_files = " ".join(f"--old-file={p}" for p in PREPARED)
     for _, command in run_steps(workflow()):
         result = subprocess.run(["bash", "-e", "-c", f"{command} {old_files}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
         assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
-    assert (site / "index.html").is_file() and (site / "models" / "tiny" / "manifest.json").is_file()
+    assert (site / "index.html").is_file() and (site / "models" / "book" / "manifest.json").is_file()
     summary = (tmp_path / "summary.md").read_text()
-    assert "within GitHub Pages' limits" in summary and "| model `tiny` |" in summary
+    assert "within GitHub Pages' limits" in summary and "| model `book` |" in summary
 
 
 def test_budget_check_fails_on_a_file_of_100_mb(tmp_path):

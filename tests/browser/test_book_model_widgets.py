@@ -1,0 +1,90 @@
+"""The phenomena the book's pages describe, as the widgets show them on the book's own model.
+
+Runs where the site was built from ``book`` (``make site``, ``make test``): the logit lens
+converges to the output, the generator's greedy text is not one token repeated, the
+next-token widget ranks the true next token of the book's held-out prose in its top 10 far more
+often than chance, and the induction widget shows what its page's note says of this model, which did not learn to copy
+(no head near an induction head, a second copy as costly as the first). The thresholds are
+those of tests/model_export/test_book_model.py, which measures the same model in PyTorch; here
+they are read off what the reader sees.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from model_export import corpus, train
+from model_export.weights import BOOK_MODEL_DIR
+from served import manifest
+from widget_checks import grid_values, settle
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(manifest().get("source") != "book", reason="the site was not built from the book's model"),
+]
+
+
+def ready(p, tag):
+    state, status = settle(p, tag)
+    assert state == "ready", status
+    return p.locator(tag)
+
+
+def test_the_induction_page_shows_no_copying_as_its_note_says(tab):
+    p = tab.visit("inside/induction-heads/")
+    widget = ready(p, "tx-induction")
+    scores, _ = grid_values(widget, "scores")
+    caption = " ".join(widget.locator("figcaption").all_inner_texts())
+    first, second = (float(x) for x in re.search(r"first copy, mean (\d+\.\d+); second copy, mean (\d+\.\d+)", caption).groups())
+    assert scores.max() < 0.1, scores
+    assert abs(second - first) < 0.5 and second > 10, caption  # both near ln 50,257 = 10.8
+    best = np.unravel_index(int(scores.argmax()), scores.shape)
+    assert widget.get_attribute("data-pattern") == f"{best[0]}.{best[1]}"
+
+
+def test_the_logit_lens_page_converges_to_the_output(tab):
+    p = tab.visit("inside/logit-lens/")
+    widget = ready(p, "tx-logit-lens")
+    _, tops = grid_values(widget, "lens")  # (L + 1, T): each layer's top-1 id at each position
+    agreement = (tops == tops[-1]).mean(axis=1)
+    assert agreement[-1] == 1.0
+    assert agreement[0] < agreement[-2] <= 1.0, agreement
+    assert widget.get_attribute("data-final") == str(tops[-1, -1])
+
+
+def test_greedy_text_on_the_generate_page_is_not_one_token_repeated(tab):
+    p = tab.visit("generate/")
+    widget = ready(p, "tx-generate")
+    widget.locator("textarea").fill("The attention weights of each head")
+    if widget.locator("details.settings").get_attribute("open") is None:
+        widget.locator("details.settings summary").click()
+    for name, value in (("maxNewTokens", 40), ("temperature", 0)):
+        widget.locator(f'input[name="{name}"]').fill(str(value))
+    runs = int(widget.get_attribute("data-runs"))
+    widget.locator("button.go").click()
+    p.wait_for_function(f"() => Number(document.querySelector('tx-generate').dataset.runs) > {runs}", timeout=120_000)
+    ids = [int(x) for x in widget.locator(".continuation .tok").evaluate_all("els => els.map(e => e.dataset.id)")]
+    assert len(ids) == 40 and len(set(ids)) >= 10, widget.locator(".continuation").inner_text()
+
+
+def test_the_next_token_widget_ranks_the_books_next_word_in_its_top_10(tab):
+    """Prefixes of a page the model never trained on, typed into the home page's widget: the
+    true next token is among the ten it shows far more often than chance (10 in 50,257)."""
+    pages = corpus.load_pages(BOOK_MODEL_DIR / train.CORPUS_FILE)
+    tokenizer = train.gpt2_tokenizer()
+    held_out = train.tokenize(pages, tokenizer).held_out  # starts with end-of-text
+    p = tab.visit("")
+    widget = ready(p, "tx-next-token")
+    hits = []
+    for k in (8, 12, 16, 20, 24, 28):
+        runs = int(widget.get_attribute("data-runs"))
+        widget.locator("textarea").fill(tokenizer.decode(held_out[1 : 1 + k].tolist()))
+        p.wait_for_function(f"() => Number(document.querySelector('tx-next-token').dataset.runs) > {runs}", timeout=60_000)
+        widget = ready(p, "tx-next-token")
+        shown = [int(i) for i in widget.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")]
+        assert len(shown) == 10
+        hits.append(int(held_out[1 + k]) in shown)
+    assert sum(hits) >= 2, hits  # chance: 6 × 10 / 50,257 ≈ 0.001 hits
