@@ -232,7 +232,10 @@ export class Widget {
     const generation = ++this.generation;
     const stale = () => generation !== this.generation;
     const request = this.checkedRequest();
-    if (!request) return;
+    if (!request) {
+      this.computing = false; // an earlier computation, if any, is stale now
+      return;
+    }
     try {
       this.echo(request);
       this.computing = true; // followPython shows progress if Python (re)starts meanwhile

@@ -148,6 +148,8 @@ def book_model_curve():
 
     log = [json.loads(line) for line in (BOOK_MODEL_DIR / LOG_FILE).read_text().splitlines()]
     evals = [e for e in log if "held_out_loss" in e]
+    vocab = json.loads((BOOK_MODEL_DIR / "config.json").read_text())["vocab_size"]
+    uniform = float(np.log(vocab))
     steps, top = log[-1]["step"], 12.0
     left, width, height, first = 36, 300, 150, 20
     s = Svg(360, first + height + 90)
@@ -156,8 +158,8 @@ def book_model_curve():
     for loss in range(0, 13, 3):
         s.line(left, y_of(loss), left + width, y_of(loss), cls="line thin")
         s.text(left - 4, y_of(loss) + 3, str(loss), cls="label small", anchor="end")
-    s.line(left, y_of(np.log(50257)), left + width, y_of(np.log(50257)), cls="line dash")
-    s.text(left + width, y_of(np.log(50257)) - 4, "ln 50,257: a uniform guess", cls="label small dim", anchor="end")
+    s.line(left, y_of(uniform), left + width, y_of(uniform), cls="line dash")
+    s.text(left + width, y_of(uniform) + 11, f"ln {vocab:,}: a uniform guess", cls="label small dim", anchor="end")
     window = 50
     curves = {
         "text_loss": [(e["step"], np.mean([x["text_loss"] for x in log[max(0, e["step"] - window) : e["step"]]])) for e in evals],
@@ -176,7 +178,7 @@ def book_model_curve():
     alt = (
         f"Three loss curves over {steps:,} training steps of the book's own model. The prose's held-out loss ends at "
         f"{last['held_out_loss']:.2f} nats, the training prose's near it, and the loss on the second copy of random tokens at "
-        f"{last['second_copy_loss']:.2f} nats, against 10.8 for a uniform guess."
+        f"{last['second_copy_loss']:.2f} nats, against {uniform:.1f} for a uniform guess."
     )
     caption = (
         f"The book's model learning (model_export/book_model/{LOG_FILE}): the training loss on windows of the book's prose, the loss on "

@@ -147,9 +147,11 @@ INSTRUMENT = r"""(() => {
       await new Promise((r) => raw.setTimeout(r, 10));
     }
   };
-  const loaded = (el) => Boolean(el && el.dataset.state && el.dataset.state !== "loading");
+  // `widget.computing` is set the moment an update starts, before its first request is posted:
+  // on a busy machine that gap outlasted the quiet window, and a sweep read the old markup.
+  const loaded = (el) => Boolean(el && el.dataset.state && el.dataset.state !== "loading" && !el.widget?.computing);
 
-  /** Wait until nothing is on its way and the widget's data-state is not "loading". */
+  /** Wait until nothing is on its way, the widget's data-state is not "loading" and it is not computing. */
   bx.settle = async (sel, timeout) => {
     const el = () => document.querySelector(sel);
     const result = await bx.quiet(() => loaded(el()), timeout, () => el()?.dataset.state ?? null);
