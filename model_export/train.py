@@ -196,14 +196,6 @@ def held_out_windows(recipe: Recipe, streams: TokenStreams) -> np.ndarray:
     return np.stack([streams.held_out[s : s + span] for s in starts])
 
 
-def copy_probe(half: int, vocab_size: int, eos: int, seed: int) -> list[int]:
-    """End-of-text, then ``half`` random tokens written twice: the sequence the induction
-    widget shows (``interpret.repeated_tokens``)."""
-    rng = np.random.default_rng(seed)
-    run = rng.integers(0, vocab_size, half).tolist()
-    return [eos, *run, *run]
-
-
 # ---------------------------------------------------------------------------- model
 
 
@@ -256,6 +248,8 @@ def evaluate(model, recipe: Recipe, streams: TokenStreams, probe_half: int = 50,
     """
     import torch
 
+    from .interpret import repeated_tokens
+
     model.eval()
     with torch.no_grad():
         windows = torch.from_numpy(held_out_windows(recipe, streams))  # (W, T + 1)
@@ -263,7 +257,7 @@ def evaluate(model, recipe: Recipe, streams: TokenStreams, probe_half: int = 50,
         held_out = torch.stack(losses).mean().item()  # one window at a time: logits are (T, V)
         firsts, seconds, scores = [], [], []
         for seed in range(probes):
-            ids = copy_probe(probe_half, streams.vocab_size, streams.eos, seed)
+            ids = repeated_tokens(probe_half, streams.vocab_size, seed, bos=streams.eos)  # what the induction widget shows
             out = model(input_ids=torch.tensor([ids]), output_attentions=True)
             loss = torch.nn.functional.cross_entropy(out.logits[0, :-1], torch.tensor(ids[1:]), reduction="none")
             firsts.append(loss[:probe_half].mean().item())  # predicting the first copy's tokens

