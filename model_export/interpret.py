@@ -12,6 +12,7 @@ instead of extra graph inputs. The browser computes the same quantities with the
     patch_residual   the residual stream at (layer, position) copied from a clean run
     patch_head       one head's output at every position copied from a clean run
     induction        per-head induction scores and per-token loss on a repeated random sequence
+    first_token_attention  each head's share of attention on the first position (a sink)
     logit_attribution  each head's and MLP's direct effect on a token's logit
 """
 
@@ -240,6 +241,20 @@ def induction(model: GPT2, ids: list[int], half: int) -> dict:
     logp = np.log(softmax(run.logits[:-1]))  # (T - 1, V)
     loss = -logp[np.arange(len(ids) - 1), ids[1:]]  # (T - 1,)
     return {"scores": scores, "loss": loss, "attn": run.attn}
+
+
+def first_token_attention(model: GPT2, ids: list[int], skip: int = 16) -> np.ndarray:
+    """Each head's mean attention weight on position 0, from the positions ``skip`` and later.
+
+    A head with nothing to read must still give each row a total of 1; a trained model parks
+    that weight on the first position, an *attention sink* (Xiao et al., 2024). Evenly spread
+    attention would give position 0 only ``1 / (t + 1)`` at position t.
+
+    Returns:
+        (n_layer, nh) mean weights.
+    """
+    run = run_with_hooks(model, ids)
+    return np.stack([a[:, skip:, 0].mean(axis=1) for a in run.attn])  # (L, nh)
 
 
 @torch.no_grad()

@@ -32,6 +32,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "mla-cache": attention.mla_cache,
     "flash-tiles": attention.flash_tiles,
     "sliding-window": attention.sliding_window,
+    "attention-sinks": attention.attention_sinks,
     "kv-cache": efficiency.kv_cache,
     "quantization-outliers": efficiency.quantization_outliers,
     "moe-routing": efficiency.moe_routing,

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from demos.attention import scaled_dot_product_attention
 from demos.flash import memory_traffic
 from demos.kv_cache import compare_attention_variants, kv_cache_bytes, latent_cache_bytes, presets
@@ -269,3 +271,83 @@ def mla_cache():
     alt = "Cache per token of DeepSeek-V3's shape: " + "; ".join(f"{r['name']}: {r['bytes']:,} bytes" for r in rows) + "."
     caption = "DeepSeek-V3's shape (61 layers, 128 heads of width 128) cached four ways (demos.kv_cache.kv_cache_bytes and latent_cache_bytes)."
     return s.render("mla-cache", alt), alt, caption
+
+
+SINK_TOKENS, SINK_SKIP = 128, 16  # tokens read from the start of each held-out page; queries from position 16 on
+
+
+def sink_windows() -> dict[str, list[list[int]]]:
+    """The book's held-out pages' openings, as the book's model saw pages in training (after
+    ``<|endoftext|>``) and without that token: ``{"eos": [...], "plain": [...]}``, one id list
+    of ``SINK_TOKENS`` per page long enough."""
+    from model_export import corpus, train
+    from model_export.weights import BOOK_MODEL_DIR
+
+    pages = corpus.load_pages(BOOK_MODEL_DIR / train.CORPUS_FILE)
+    streams = train.tokenize(pages, train.gpt2_tokenizer())
+    held_out = streams.held_out.tolist()
+    starts = [i for i, token in enumerate(held_out) if token == streams.eos]
+    ends = starts[1:] + [len(held_out)]
+    long_enough = [s for s, e in zip(starts, ends, strict=True) if e - s > SINK_TOKENS]
+    return {
+        "eos": [held_out[s : s + SINK_TOKENS] for s in long_enough],
+        "plain": [held_out[s + 1 : s + 1 + SINK_TOKENS] for s in long_enough],
+    }
+
+
+def sink_shares() -> dict:
+    """Each head's mean attention on the first position, over the held-out pages' openings:
+    ``{"eos": (L, nh), "plain": (L, nh), "uniform": float, "pages": int}``."""
+    from model_export.gpt2 import GPT2
+    from model_export.interpret import first_token_attention
+    from model_export.weights import BOOK_SOURCE, load_hf
+
+    model = GPT2.from_hf(load_hf(BOOK_SOURCE).model, output_attentions=True, output_hidden_states=True)
+    windows = sink_windows()
+    shares = {k: np.mean([first_token_attention(model, ids, SINK_SKIP) for ids in v], axis=0) for k, v in windows.items()}
+    uniform = float(np.mean([1 / (t + 1) for t in range(SINK_SKIP, SINK_TOKENS)]))
+    return shares | {"uniform": uniform, "pages": len(windows["eos"])}
+
+
+def attention_sinks():
+    """The book's model's attention on the first position, per head: with the end-of-text token
+    it was trained to see there, and without it."""
+    found = sink_shares()
+    L, nh = found["eos"].shape
+    top = 0.3
+    left, base, height, bar = 40, 170, 140, 9
+    s = Svg(360, 240)
+    y_of = lambda share: base - height * min(share, top) / top  # noqa: E731
+    right = left + L * nh * (2 * bar + 2)
+    for share in (0, 0.1, 0.2, 0.3):
+        s.line(left, y_of(share), right, y_of(share), cls="line thin")
+        s.text(left - 4, y_of(share) + 3, f"{share:g}", cls="label small", anchor="end")
+    for layer in range(L):
+        for head in range(nh):
+            x = left + (layer * nh + head) * (2 * bar + 2)
+            for k, (key, cls) in enumerate((("eos", "box primary"), ("plain", "box muted"))):
+                share = float(found[key][layer, head])
+                data = {"head": f"{layer}.{head}", "first": key, "share": f"{share:.4f}"}
+                s.box(x + k * bar, y_of(share), bar - 1, base - y_of(share), cls=cls, data=data, rx=0)
+        s.text(left + (layer * nh + nh / 2) * (2 * bar + 2), base + 12, f"block {layer}", cls="label small")
+    s.line(left, y_of(found["uniform"]), right, y_of(found["uniform"]), cls="line dash", data={"uniform": f"{found['uniform']:.4f}"})
+    s.text(left + 4, 20, "share of attention on position 0", cls="label small dim", anchor="start")
+    s.box(left, base + 26, bar, bar, cls="box primary", rx=0)
+    s.text(left + bar + 4, base + 31, "page opens with <|endoftext|>, as in training", cls="label small", anchor="start")
+    s.box(left, base + 42, bar, bar, cls="box muted", rx=0)
+    s.text(left + bar + 4, base + 47, "the same page without it", cls="label small", anchor="start")
+    s.line(left, base + 63, left + bar, base + 63, cls="line dash")
+    s.text(left + bar + 4, base + 63, f"attention spread evenly ({found['uniform']:.3f})", cls="label small", anchor="start")
+    best = np.unravel_index(int(found["eos"].argmax()), found["eos"].shape)
+    alt = (
+        f"Bars for the {L * nh} heads of the book's small trained model, two per head: the mean share of attention that "
+        f"positions {SINK_SKIP} to {SINK_TOKENS - 1} give to position 0 over {found['pages']} held-out pages. With "
+        f"<|endoftext|> first, head {best[0]}.{best[1]} gives it {found['eos'][best]:.2f}; without that token the same head "
+        f"gives the first word {found['plain'][best]:.2f}. Evenly spread attention would give {found['uniform']:.3f}."
+    )
+    caption = (
+        f"Attention sinks in the book's own model (4 blocks of 4 heads, trained with <|endoftext|> before every page): each "
+        f"head's mean attention on position 0 from positions {SINK_SKIP}–{SINK_TOKENS - 1} of {found['pages']} held-out pages "
+        "it never trained on."
+    )
+    return s.render("attention-sinks", alt), alt, caption

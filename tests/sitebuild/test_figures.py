@@ -451,6 +451,43 @@ def check_book_model_curve(root):
     assert last_eval["step"] == record["recipe"]["steps"]
 
 
+def check_attention_sinks(root):
+    """Every bar against the attention weights of transformers' own GPT-2 on the same windows,
+    and the numbers the sliding-window page reads off the figure."""
+    import torch
+
+    from model_export.weights import BOOK_SOURCE, load_hf
+
+    hf = load_hf(BOOK_SOURCE).model
+    hf.config._attn_implementation = "eager"
+    expected = {}
+    for key, windows in attention.sink_windows().items():
+        with torch.no_grad():
+            runs = [hf(input_ids=torch.tensor([ids]), output_attentions=True).attentions for ids in windows]
+        per_page = [torch.stack([a[0, :, attention.SINK_SKIP :, 0].mean(-1) for a in run]) for run in runs]  # (L, nh) each
+        expected[key] = torch.stack(per_page).mean(0).numpy()
+    bars = {(e.get("data-head"), e.get("data-first")): float(e.get("data-share")) for e in all_with(root, "data-share")}
+    L, nh = expected["eos"].shape
+    assert len(bars) == 2 * L * nh
+    for (head, key), share in bars.items():
+        layer, h = map(int, head.split("."))
+        assert share == pytest.approx(expected[key][layer, h], abs=1e-3), (head, key)
+    uniform = float(all_with(root, "data-uniform")[0].get("data-uniform"))
+    assert uniform == pytest.approx(np.mean([1 / (t + 1) for t in range(attention.SINK_SKIP, attention.SINK_TOKENS)]), abs=1e-4)
+    page = " ".join((ROOT / "docs" / "innovations" / "sliding-window.md").read_text(encoding="utf-8").split())
+    order = np.argsort(-expected["eos"], axis=None)[:3]
+    (l0, h0), (l1, h1), (l2, h2) = (np.unravel_index(i, expected["eos"].shape) for i in order)
+    eos, plain = expected["eos"], expected["plain"]
+    assert f"trained on. From position {attention.SINK_SKIP} on" in page
+    assert f"would give position 0 a share of {uniform:.3f}; head {l0}.{h0} gives it {eos[l0, h0]:.2f}" in page
+    assert round(eos[l0, h0] / uniform) == 15 and "fifteen times as much" in page
+    assert f"heads {l1}.{h1} and {l2}.{h2} give it {eos[l1, h1]:.2f} and {eos[l2, h2]:.2f}" in page
+    assert f"give the page's first word {plain[l0, h0]:.2f}, {plain[l1, h1]:.2f} and {plain[l2, h2]:.2f}" in page
+    assert f"on the openings of the {len(attention.sink_windows()['eos'])} pages it never" in page
+    others = np.delete(eos.flatten(), order)
+    assert others.max() < 2.5 * uniform  # "the other thirteen heads stay near the even share"
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
@@ -464,6 +501,7 @@ NUMBERS = {
     "attention-masks": check_attention_masks,
     "multi-head": check_multi_head,
     "sliding-window": check_sliding_window,
+    "attention-sinks": check_attention_sinks,
     "gqa-mqa": check_gqa,
     "mla-cache": check_mla,
     "flash-tiles": check_flash,
