@@ -108,17 +108,29 @@ class SiteHandler(http.server.SimpleHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-def make_server(directory: Path, port: int = 0, host: str = "127.0.0.1", coi: bool = True, verbose: bool = False) -> http.server.ThreadingHTTPServer:
+class SiteServer(http.server.ThreadingHTTPServer):
+    """A thread per request, daemon threads, and a listen backlog a browser cannot fill.
+
+    The standard library's backlog is 5: a page that opens its scripts, styles, fonts and
+    model pieces at once, in several tabs, overflows it, and the kernel drops the surplus
+    connections, which the browser retries only after a second or more.
+    """
+
+    request_queue_size = 128
+    daemon_threads = True
+    verbose = False
+
+
+def make_server(directory: Path, port: int = 0, host: str = "127.0.0.1", coi: bool = True, verbose: bool = False) -> SiteServer:
     """Create (not start) a threaded server for ``directory``; port 0 picks a free port."""
     handler_class = type("SiteHandler", (SiteHandler,), {"cross_origin_isolated": coi})
     handler = functools.partial(handler_class, directory=str(directory))
-    server = http.server.ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    server = SiteServer((host, port), handler)
     server.verbose = verbose
     return server
 
 
-def serve_in_thread(directory: Path, **kwargs) -> tuple[http.server.ThreadingHTTPServer, str]:
+def serve_in_thread(directory: Path, **kwargs) -> tuple[SiteServer, str]:
     """Start a server in a daemon thread; returns it and its base URL."""
     server = make_server(directory, **kwargs)
     threading.Thread(target=server.serve_forever, daemon=True).start()

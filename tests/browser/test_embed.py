@@ -26,7 +26,7 @@ from site_under_test import SITE
 from demos import attention, bpe, rope, sampling
 from served import record_other_origins
 from sitebuild.chromium import QUIET_ARGS, find_chromium, resolver_rule
-from sitebuild.serve import make_server
+from sitebuild.serve import SiteServer, make_server
 from sitebuild.widget_docs import DEFINE
 from widget_checks import TOL, assert_close, shown_attention
 
@@ -76,8 +76,7 @@ def course_handler(site_url: str, isolated: bool):
 
 
 def serve_course(site_url: str, isolated: bool = False):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), course_handler(site_url, isolated))
-    server.daemon_threads = True
+    server = SiteServer(("127.0.0.1", 0), course_handler(site_url, isolated))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://localhost:{server.server_address[1]}/"
 

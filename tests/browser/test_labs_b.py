@@ -10,17 +10,14 @@ rounded, so Pyodide and CPython must agree to the bit. Values that pass through
 library and BLAS differ between the two.
 """
 
-import functools
-import http.server
 import json
-import threading
 import time
 
 import pytest
 
 from demos import bugs, decoding, guided, numerics
 from served import SITE
-from sitebuild.serve import SiteHandler
+from sitebuild.serve import serve_in_thread
 from watched import WatchedPage
 
 pytestmark = pytest.mark.browser
@@ -171,15 +168,9 @@ def unisolated_page(browser):
     page: what a reader sees whose browser refuses the service worker.
     """
 
-    class NoIsolation(SiteHandler):
-        cross_origin_isolated = False
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(NoIsolation, directory=str(SITE)))
-    server.daemon_threads = True
-    server.verbose = False
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, url = serve_in_thread(SITE, coi=False)
     context = browser.new_context(service_workers="block")
-    watched = WatchedPage(context, f"http://127.0.0.1:{server.server_address[1]}/")
+    watched = WatchedPage(context, url)
     yield watched
     context.close()
     server.shutdown()

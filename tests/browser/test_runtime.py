@@ -426,19 +426,9 @@ def test_service_worker_registers_once_the_runtime_has_started(sw_page):
 def test_service_worker_isolates_a_plain_static_host(browser):
     """Served without COOP/COEP (like GitHub Pages), the site's service worker reloads the page
     once and then the page is cross-origin isolated; further visits do not reload."""
-    import functools
-    import http.server
-    import threading
+    from sitebuild.serve import serve_in_thread
 
-    from sitebuild.serve import SiteHandler
-
-    class PlainHandler(SiteHandler):
-        cross_origin_isolated = False
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(PlainHandler, directory=str(SITE)))
-    server.verbose = False
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    server, url = serve_in_thread(SITE, coi=False)
     context = browser.new_context()
     errors, navigations = [], []
     try:
