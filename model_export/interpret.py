@@ -244,11 +244,11 @@ def induction(model: GPT2, ids: list[int], half: int) -> dict:
 
 
 def first_token_attention(model: GPT2, ids: list[int], skip: int = 16) -> np.ndarray:
-    """Each head's mean attention weight on position 0, from the positions ``skip`` and later.
+    """Each head's mean attention weight on the first position (index 0), from index ``skip`` on.
 
     A head with nothing to read must still give each row a total of 1; a trained model parks
     that weight on the first position, an *attention sink* (Xiao et al., 2024). Evenly spread
-    attention would give position 0 only ``1 / (t + 1)`` at position t.
+    attention would give it only ``1 / (t + 1)`` from index t.
 
     Returns:
         (n_layer, nh) mean weights.

@@ -273,7 +273,7 @@ def mla_cache():
     return s.render("mla-cache", alt), alt, caption
 
 
-SINK_TOKENS, SINK_SKIP = 128, 16  # tokens read from the start of each held-out page; queries from position 16 on
+SINK_TOKENS, SINK_SKIP = 128, 16  # tokens read from the start of each held-out page; queries after the first 16
 
 
 def sink_windows() -> dict[str, list[list[int]]]:
@@ -331,7 +331,7 @@ def attention_sinks():
                 s.box(x + k * bar, y_of(share), bar - 1, base - y_of(share), cls=cls, data=data, rx=0)
         s.text(left + (layer * nh + nh / 2) * (2 * bar + 2), base + 12, f"block {layer}", cls="label small")
     s.line(left, y_of(found["uniform"]), right, y_of(found["uniform"]), cls="line dash", data={"uniform": f"{found['uniform']:.4f}"})
-    s.text(left + 4, 20, "share of attention on position 0", cls="label small dim", anchor="start")
+    s.text(left + 4, 20, "share of attention on the first position", cls="label small dim", anchor="start")
     s.box(left, base + 26, bar, bar, cls="box primary", rx=0)
     s.text(left + bar + 4, base + 31, "page opens with <|endoftext|>, as in training", cls="label small", anchor="start")
     s.box(left, base + 42, bar, bar, cls="box muted", rx=0)
@@ -341,13 +341,13 @@ def attention_sinks():
     best = np.unravel_index(int(found["eos"].argmax()), found["eos"].shape)
     alt = (
         f"Bars for the {L * nh} heads of the book's small trained model, two per head: the mean share of attention that "
-        f"positions {SINK_SKIP} to {SINK_TOKENS - 1} give to position 0 over {found['pages']} held-out pages. With "
+        f"positions {SINK_SKIP + 1} to {SINK_TOKENS} give to the first position over {found['pages']} held-out pages. With "
         f"<|endoftext|> first, head {best[0]}.{best[1]} gives it {found['eos'][best]:.2f}; without that token the same head "
         f"gives the first word {found['plain'][best]:.2f}. Evenly spread attention would give {found['uniform']:.3f}."
     )
     caption = (
         f"Attention sinks in the book's own model (4 blocks of 4 heads, trained with <|endoftext|> before every page): each "
-        f"head's mean attention on position 0 from positions {SINK_SKIP}–{SINK_TOKENS - 1} of {found['pages']} held-out pages "
+        f"head's mean attention on the first position from positions {SINK_SKIP + 1}–{SINK_TOKENS} of {found['pages']} held-out pages "
         "it never trained on."
     )
     return s.render("attention-sinks", alt), alt, caption

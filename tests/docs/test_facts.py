@@ -337,3 +337,17 @@ def test_t5_last_bucket_starts():
         firsts.append(int((buckets == buckets.max()).nonzero()[0]))
     assert firsts == [91, 113]
     assert "every distance from 91 on (113 on in the one-directional decoder)" in flat_page("innovations/relative-bias.md")
+
+
+def test_positions_are_counted_from_one_in_the_prose():
+    """The pages number positions from 1 (``1, \\dots, i``); positions.md once said GPT-2's
+    table has rows for positions 0 to 1,023, beside long-context.md's "no vector for position
+    1,025". GPT-2 small's table size is its released config's n_positions."""
+    from model_export.gpt2 import GPT2Config
+
+    rows, prompt = GPT2Config().n_positions, 1100
+    page = flat_page("innovations/positions.md")
+    assert f"its position table has {rows:,} rows, one for each of positions 1 to {rows:,}" in page
+    assert f"compute vectors for positions {rows + 1:,} to {prompt:,} and will run" in page
+    assert f"no vector for position {rows + 1:,} in GPT-2" in flat_page("innovations/long-context.md")
+    assert "positions 0 to" not in page

@@ -478,8 +478,8 @@ def check_attention_sinks(root):
     order = np.argsort(-expected["eos"], axis=None)[:3]
     (l0, h0), (l1, h1), (l2, h2) = (np.unravel_index(i, expected["eos"].shape) for i in order)
     eos, plain = expected["eos"], expected["plain"]
-    assert f"trained on. From position {attention.SINK_SKIP} on" in page
-    assert f"would give position 0 a share of {uniform:.3f}; head {l0}.{h0} gives it {eos[l0, h0]:.2f}" in page
+    assert f"trained on. Past the first {attention.SINK_SKIP} tokens" in page
+    assert f"would give the first position a share of {uniform:.3f}; head {l0}.{h0} gives it {eos[l0, h0]:.2f}" in page
     assert round(eos[l0, h0] / uniform) == 15 and "fifteen times as much" in page
     assert f"heads {l1}.{h1} and {l2}.{h2} give it {eos[l1, h1]:.2f} and {eos[l2, h2]:.2f}" in page
     assert f"give the page's first word {plain[l0, h0]:.2f}, {plain[l1, h1]:.2f} and {plain[l2, h2]:.2f}" in page
