@@ -484,6 +484,9 @@ def check_attention_sinks(root):
     assert f"heads {l1}.{h1} and {l2}.{h2} give it {eos[l1, h1]:.2f} and {eos[l2, h2]:.2f}" in page
     assert f"give the page's first word {plain[l0, h0]:.2f}, {plain[l1, h1]:.2f} and {plain[l2, h2]:.2f}" in page
     assert f"on the openings of the {len(attention.sink_windows()['eos'])} pages it never" in page
+    assert 0.3 < plain[l0, h0] / eos[l0, h0] < 0.4  # "keeps about a third of its share"
+    assert plain[l1, h1] < 1.5 * uniform  # "falls to the even share"
+    assert f"Head {l0}.{h0} keeps about a third of its share and head {l1}.{h1} falls to the even share" in page
     others = np.delete(eos.flatten(), order)
     assert others.max() < 2.5 * uniform  # "the other thirteen heads stay near the even share"
 
