@@ -150,7 +150,9 @@ def test_the_page_states_the_measured_english(hf, model, streams, held_out_losse
     lens = interpret.logit_lens(model, streams.held_out[1:65].tolist())
     agreement = [100 * (layer.argmax(-1) == lens[-1].argmax(-1)).mean() for layer in lens]
     first, *middle = (f"{a:.0f}%" for a in agreement[:4])
-    stated(f"matches the final top-1 at {first} of the positions, after blocks 1, 2 and 3 at {middle[0]}, {middle[1]} and {middle[2]}")
+    stated(f"matches the final top-1 at {first} of the positions, after blocks 0, 1 and 2 at {middle[0]}, {middle[1]} and {middle[2]}")
+    note = " ".join((ROOT / "docs" / "inside" / "logit-lens.md").read_text(encoding="utf-8").split())
+    assert f"from {first} after the embedding to {middle[0]}, {middle[1]} and {middle[2]} after blocks 0 to 2" in note
 
 
 def test_the_page_states_that_it_does_not_copy(model, streams):
