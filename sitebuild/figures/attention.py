@@ -283,16 +283,12 @@ def sink_windows() -> dict[str, list[list[int]]]:
     from model_export import corpus, train
     from model_export.weights import BOOK_MODEL_DIR
 
-    pages = corpus.load_pages(BOOK_MODEL_DIR / train.CORPUS_FILE)
-    streams = train.tokenize(pages, train.gpt2_tokenizer())
-    held_out = streams.held_out.tolist()
-    starts = [i for i, token in enumerate(held_out) if token == streams.eos]
-    ends = starts[1:] + [len(held_out)]
-    long_enough = [s for s, e in zip(starts, ends, strict=True) if e - s > SINK_TOKENS]
-    return {
-        "eos": [held_out[s : s + SINK_TOKENS] for s in long_enough],
-        "plain": [held_out[s + 1 : s + 1 + SINK_TOKENS] for s in long_enough],
-    }
+    tokenizer = train.gpt2_tokenizer()
+    eos = tokenizer.token_to_id(train.EOS_TEXT)
+    held_out = [p for p in corpus.load_pages(BOOK_MODEL_DIR / train.CORPUS_FILE) if p.held_out]
+    pages = [[eos, *tokenizer.encode(p.text).ids] for p in held_out]  # as train.tokenize lays them out
+    long_enough = [ids for ids in pages if len(ids) > SINK_TOKENS]
+    return {"eos": [ids[:SINK_TOKENS] for ids in long_enough], "plain": [ids[1 : SINK_TOKENS + 1] for ids in long_enough]}
 
 
 def sink_shares() -> dict:
@@ -346,7 +342,7 @@ def attention_sinks():
         f"gives the first word {found['plain'][best]:.2f}. Evenly spread attention would give {found['uniform']:.3f}."
     )
     caption = (
-        f"Attention sinks in the book's own model (4 blocks of 4 heads, trained with <|endoftext|> before every page): each "
+        f"Attention sinks in the book's own model ({L} blocks of {nh} heads, trained with <|endoftext|> before every page): each "
         f"head's mean attention on the first position from positions {SINK_SKIP + 1}–{SINK_TOKENS} of {found['pages']} held-out pages "
         "it never trained on."
     )

@@ -6,6 +6,7 @@ itself; every figure that shows numbers shows the ones the demos and config code
 page order; and each figure is placed on a page and sits inline in the built site.
 """
 
+import functools
 import json
 import math
 import re
@@ -49,7 +50,9 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 COLOUR_ATTRS = {"fill", "stroke", "color", "style", "stop-color", "flood-color"}
 
 
+@functools.cache
 def drawn(name):
+    """The figure once per worker (several tests read it; the attention-sink one runs a model)."""
     svg, alt, caption = FIGURES[name]()
     return ET.fromstring(svg), alt, caption
 
@@ -460,8 +463,8 @@ def check_attention_sinks(root):
 
     hf = load_hf(BOOK_SOURCE).model
     hf.config._attn_implementation = "eager"
-    expected = {}
-    for key, windows in attention.sink_windows().items():
+    expected, windows_of = {}, attention.sink_windows()
+    for key, windows in windows_of.items():
         with torch.no_grad():
             runs = [hf(input_ids=torch.tensor([ids]), output_attentions=True).attentions for ids in windows]
         per_page = [torch.stack([a[0, :, attention.SINK_SKIP :, 0].mean(-1) for a in run]) for run in runs]  # (L, nh) each
@@ -483,7 +486,7 @@ def check_attention_sinks(root):
     assert round(eos[l0, h0] / uniform) == 15 and "fifteen times as much" in page
     assert f"heads {l1}.{h1} and {l2}.{h2} give it {eos[l1, h1]:.2f} and {eos[l2, h2]:.2f}" in page
     assert f"give the page's first word {plain[l0, h0]:.2f}, {plain[l1, h1]:.2f} and {plain[l2, h2]:.2f}" in page
-    assert f"on the openings of the {len(attention.sink_windows()['eos'])} pages it never" in page
+    assert f"on the openings of the {len(windows_of['eos'])} pages it never" in page
     assert 0.3 < plain[l0, h0] / eos[l0, h0] < 0.4  # "keeps about a third of its share"
     assert plain[l1, h1] < 1.5 * uniform  # "falls to the even share"
     assert f"Head {l0}.{h0} keeps about a third of its share and head {l1}.{h1} falls to the even share" in page
