@@ -8,6 +8,8 @@ instead of extra graph inputs. The browser computes the same quantities with the
     run_with_hooks   one forward pass that records (and optionally edits) every head's output z,
                      every block's input (the residual stream), attention and MLP outputs
     logit_lens       every layer's residual stream read through ln_f and the unembedding
+    fit_translators  affine maps from each layer's stream to the last one (a linear lens)
+    lens_fidelity    how far each layer's reading is from the output, with or without them
     ablate_heads     zero or mean ablation of a set of heads: the next-token distribution after
     patch_residual   the residual stream at (layer, position) copied from a clean run
     patch_head       one head's output at every position copied from a clean run
@@ -151,6 +153,56 @@ def logit_lens(model: GPT2, ids: list[int]) -> np.ndarray:
     run = run_with_hooks(model, ids)
     resid = torch.tensor(np.stack(run.resid), dtype=torch.float32)  # (L + 1, T, C)
     return softmax(model.lm_head(model.ln_f(resid)).double().numpy())  # (L + 1, T, V)
+
+
+def residual_streams(model: GPT2, windows: list[list[int]]) -> np.ndarray:
+    """Every depth's residual stream over several prompts, positions stacked: (L + 1, N, C)."""
+    return np.concatenate([np.stack(run_with_hooks(model, ids).resid) for ids in windows], axis=1)
+
+
+def _with_one(streams: np.ndarray) -> np.ndarray:
+    """(L + 1, N, C) streams with a constant 1 appended to each row: (L + 1, N, C + 1)."""
+    return np.concatenate([streams, np.ones(streams.shape[:2] + (1,))], axis=-1)
+
+
+def fit_translators(streams: np.ndarray) -> np.ndarray:
+    """One affine map per depth from that depth's stream to the last one, fitted by least
+    squares (Yom Din et al., 2024); the tuned lens (Belrose et al., 2023) trains such maps on the
+    KL divergence to the output instead.
+
+    Args:
+        streams: (L + 1, N, C) from ``residual_streams``.
+
+    Returns:
+        (L + 1, C + 1, C): ``[h, 1] @ maps[l]`` estimates the last stream from depth l's ``h``.
+    """
+    return np.stack([np.linalg.lstsq(x, streams[-1], rcond=None)[0] for x in _with_one(streams)])
+
+
+@torch.no_grad()
+def lens_fidelity(model: GPT2, streams: np.ndarray, maps: np.ndarray | None = None) -> dict:
+    """How close each depth's lens reading is to the model's output, over all N positions.
+
+    Args:
+        streams: (L + 1, N, C) residual streams of held-out text.
+        maps: translators from ``fit_translators``; None reads the streams as they are (the
+            logit lens).
+
+    Returns:
+        ``{"kl": (L + 1,), "top1": (L + 1,)}``: mean KL(output || reading) in nats, and the
+        share of positions whose top-1 token is the output's.
+    """
+    read = lambda h: torch.log_softmax(model.lm_head(model.ln_f(torch.tensor(h, dtype=torch.float32))), -1)  # noqa: E731
+    readable = streams if maps is None else _with_one(streams) @ maps  # (L + 1, N, C)
+    kl, same = np.zeros(len(streams)), np.zeros(len(streams))
+    for chunk in np.array_split(np.arange(streams.shape[1]), max(1, streams.shape[1] // 256)):  # bounds the (n, V) arrays
+        final = read(streams[-1, chunk])  # (n, V) the output's log-probabilities
+        for depth, h in enumerate(readable[:, chunk]):
+            reading = read(h)
+            kl[depth] += float((final.exp() * (final - reading)).sum())
+            same[depth] += float((reading.argmax(-1) == final.argmax(-1)).sum())
+    n = streams.shape[1]
+    return {"kl": kl / n, "top1": same / n}
 
 
 def head_means(run: Recorded) -> dict:

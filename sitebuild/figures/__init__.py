@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sitebuild.figures import attention, block, decoding, efficiency, families, pipeline, scaling, sections, training
+from sitebuild.figures import attention, block, decoding, efficiency, families, inside, pipeline, scaling, sections, training
 
 FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "gpt2-block": block.gpt2_block,
@@ -33,6 +33,7 @@ FIGURES: dict[str, Callable[[], tuple[str, str, str]]] = {
     "flash-tiles": attention.flash_tiles,
     "sliding-window": attention.sliding_window,
     "attention-sinks": attention.attention_sinks,
+    "lens-translators": inside.lens_translators,
     "kv-cache": efficiency.kv_cache,
     "quantization-outliers": efficiency.quantization_outliers,
     "moe-routing": efficiency.moe_routing,

@@ -42,7 +42,7 @@ from model_export.layout import PIECE_BYTES
 from model_export.tables import PARITY_IDS
 from model_export.variants import VARIANTS, variant_order
 from sitebuild import figure_hook
-from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, pipeline, scaling, sections, training
+from sitebuild.figures import FIGURES, attention, decoding, efficiency, families, inside, pipeline, scaling, sections, training
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -494,6 +494,61 @@ def check_attention_sinks(root):
     assert others.max() < 2.5 * uniform  # "the other thirteen heads stay near the even share"
 
 
+def hf_streams(hf, windows):
+    """Every depth's stream from transformers' GPT-2: its hidden states, with the last block's
+    output taken before ``ln_f`` (transformers applies ``ln_f`` to its last hidden state)."""
+    import torch
+
+    last = []
+    hook = hf.transformer.ln_f.register_forward_pre_hook(lambda module, args: last.append(args[0][0]))
+    try:
+        with torch.no_grad():
+            runs = [hf(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states[:-1] for ids in windows]
+    finally:
+        hook.remove()
+    return torch.stack([torch.cat([*(run[d][0] for run in runs)]) for d in range(len(runs[0]))] + [torch.cat(last)]).double()  # (L + 1, N, C)
+
+
+def check_lens_translators(root):
+    """Every point against transformers' GPT-2 with translators fitted by torch's least squares,
+    and the numbers the logit-lens page reads off the figure."""
+    import torch
+
+    from model_export.weights import BOOK_SOURCE, load_hf
+
+    hf = load_hf(BOOK_SOURCE).model
+    windows = inside.lens_windows()
+    fit, held_out = hf_streams(hf, windows["fit"]), hf_streams(hf, windows["eval"])
+    one = lambda x: torch.cat([x, torch.ones(x.shape[:-1] + (1,), dtype=x.dtype)], -1)  # noqa: E731
+    maps = [torch.linalg.lstsq(one(x), fit[-1], driver="gelsd").solution for x in fit]
+    with torch.no_grad():
+        read = lambda h: torch.log_softmax(hf.lm_head(hf.transformer.ln_f(h.float())).double(), -1)  # noqa: E731
+        final = read(held_out[-1])
+        expected = {}
+        for lens, streams in (("logit", held_out), ("linear", [one(h) @ m for h, m in zip(held_out, maps)])):
+            readings = [read(h) for h in streams]
+            expected[lens] = {
+                "kl": [float((final.exp() * (final - r)).sum(-1).mean()) for r in readings],
+                "top1": [float((r.argmax(-1) == final.argmax(-1)).double().mean()) for r in readings],
+            }
+    points = all_with(root, "data-lens")
+    assert len(points) == 2 * len(held_out) == 10
+    for p in points:
+        lens, depth = p.get("data-lens"), int(p.get("data-depth"))
+        assert float(p.get("data-top1")) == pytest.approx(expected[lens]["top1"][depth], abs=2e-3), (lens, depth)
+        assert float(p.get("data-kl")) == pytest.approx(expected[lens]["kl"][depth], rel=2e-3, abs=2e-3), (lens, depth)
+    page = " ".join((DOCS / "inside" / "logit-lens.md").read_text(encoding="utf-8").split())
+    logit, linear = expected["logit"], expected["linear"]
+    pct = lambda v: f"{round(100 * v)}%"  # noqa: E731
+    assert f"agree with the model's top-1 next token at {pct(logit['top1'][0])} of the held-out positions, {logit['kl'][0]:.2f} nats" in page
+    assert f"the same embeddings agree at {pct(linear['top1'][0])} ({linear['kl'][0]:.2f} nats)" in page
+    assert f"the plain lens agrees at {', '.join(map(pct, logit['top1'][1:3]))} and {pct(logit['top1'][3])}" in page
+    assert f"the translated one at {', '.join(map(pct, linear['top1'][1:3]))} and {pct(linear['top1'][3])}" in page
+    assert 0.45 < linear["top1"][0] < 0.55  # "half of the model's top-1 choices"
+    for d in range(len(held_out) - 1):  # the translated reading is nearer the output at every depth before the last
+        assert linear["kl"][d] < logit["kl"][d] and linear["top1"][d] > logit["top1"][d], d
+
+
 NUMBERS = {
     "gpt2-block": check_gpt2_block,
     "forward-pass": check_forward_pass,
@@ -508,6 +563,7 @@ NUMBERS = {
     "multi-head": check_multi_head,
     "sliding-window": check_sliding_window,
     "attention-sinks": check_attention_sinks,
+    "lens-translators": check_lens_translators,
     "gqa-mqa": check_gqa,
     "mla-cache": check_mla,
     "flash-tiles": check_flash,
