@@ -8,8 +8,8 @@ long prompt faster in WebAssembly, but its own download is 165 MB.
 
 ``q8x`` takes both halves: it downloads nothing of its own but a graph and an index, reads the
 very pieces ``q4x`` ships (so a reader's cache holds one copy of the weights, whichever variant
-runs), and the worker turns each 4-bit matrix into int8 codes with one float32 scale per output
-channel before it creates the session:
+runs), and the worker turns each 4-bit matrix into int8 codes with float32 scales (one per matrix,
+one per row of the token embedding; see below) before it creates the session:
 
     value  = (code4 - 8) * block_scale                      float32, as q4x expands it
     scale  = max |value| over the group / 127               float32 (0 for an all-zero group)

@@ -200,7 +200,8 @@ def context_window():
 
 
 def export_pipeline():
-    """model_export's steps: build fp32, quantize the variants, validate, tables, probes, package in pieces, report, serve."""
+    """model_export's steps: build fp32, quantize the variants (their weights in pieces), validate, tables, probes, package
+    (the manifest), report, serve."""
     from model_export.layout import PIECE_BYTES
     from model_export.variants import VARIANTS, variant_order
 
@@ -233,7 +234,7 @@ def export_pipeline():
     step(254, "6 package", 48)
     for i in range(4):
         s.box(x + i * 30, 254, 26, 30, cls="cell on", rx=2)
-    s.text(x + 60, 294, f"pieces ≤ {mb:g} MB", cls="label small", data={"piece-bytes": PIECE_BYTES})
+    s.text(x + 60, 294, f"pieces ≤ {mb:g} MB, cut at step 2", cls="label small", data={"piece-bytes": PIECE_BYTES})
     s.box(x + 136, 254, w - 136, 48, "manifest.json", sub="size + SHA-256 per file", cls="box muted", data={"step": "package"})
     step(316, "7 report")
     s.box(x, 316, w, 34, "report.json, report.md", sub="errors, sizes, decoding speed", cls="box", data={"step": "report"})
@@ -247,10 +248,11 @@ def export_pipeline():
     s.text(180, 456, "model-export's commands, top to bottom", cls="label small dim")
     alt = (
         f"A top-to-bottom flow of the exporter. Build writes the fp32 ONNX graph with a key/value cache; quantize derives "
-        f"{len(names)} variants ({', '.join(names)}); validate compares them with PyTorch; tables writes the weight index and parity "
+        f"{len(names)} variants ({', '.join(names)}), their weights in pieces of at most {mb:g} MB; validate compares them "
+        f"with PyTorch; tables writes the weight index and parity "
         f"logits of the pipeline figures; probes writes each variant's graph again with the probes the “Looking inside” "
-        f"pages use, on the same weights; package cuts the weights into pieces of at most {mb:g} MB listed with sizes and "
-        f"SHA-256 hashes in manifest.json; report measures decoding speed; the site's browser checks each hash and tries "
+        f"pages use, on the same weights; package lists every file, pieces included, with its size and "
+        f"SHA-256 hash in manifest.json; report measures decoding speed; the site's browser checks each hash and tries "
         f"the variants in order, on WebGPU {', '.join(served['webgpu'])}, on WebAssembly {', '.join(served['wasm'])}."
     )
     caption = (

@@ -177,6 +177,37 @@ def test_cases_are_all_run():
         ("index.md", ["Only the first two rows and the last two depend on the vocabulary"], []),
         ("innovations/long-context.md", ["references.md#gemini2024"], ["As of October 2026", "around 100,000 tokens"]),
         ("attention/seq2seq.md", ["references.md#cho2014", "Feeding $c$ at every step is Cho et al.'s design"], []),
+        # The lab's per-tensor error rises with the outlier and levels off (demos.quantization.outlier_product, test below);
+        # WGSL has no 4-bit type, so no adapter has 4-bit arithmetic.
+        (
+            "efficiency/quantization.md",
+            ["watch the per-tensor error grow, then level off", "16-bit arithmetic depends on the adapter"],
+            ["per-tensor bar grow", "16-bit and 4-bit arithmetic"],
+        ),
+        # Elhage et al. (2021) leave biases out; a head reads a subspace, not coordinates; superposition explains polysemantic neurons.
+        (
+            "inside/circuits.md",
+            ["leaving out the biases as Elhage et al. do", "64 directions, not 64 of its coordinates"],
+            ["64-dimensional slice of the stream"],
+        ),
+        ("inside/superposition.md", ["one neuron often responds to many unrelated things"], ["one dimension of GPT-2's stream"]),
+        # DeepSeek-V2's reason for the decoupled RoPE key: a position-dependent rotation blocks absorbing W^UK into W^Q.
+        ("innovations/gqa-mqa.md", ["block the folding described below"], ["RoPE cannot pass through the compression"]),
+        # The site pages against the code: :host sets the colour properties; the tokenizer runs in the page; quantize writes the pieces.
+        ("embed-in-your-course.md", ["custom properties that you set on the widget's tag"], ["on the tag or on any ancestor"]),
+        (
+            "model/runtime.md",
+            ["Every lab widget computes with the book's", "the tokenizer runs in the page", "in the reading row, a two-second pause"],
+            ["Every lab and stage widget", "The tokenizer and the sampling run in the same worker"],
+        ),
+        (
+            "model/export-report.md",
+            ["their weights in pieces of at most 40 MB", "`model-export COMMAND --help` the options of one command"],
+            ["**package** cuts the weights"],
+        ),
+        ("reference/model_export.md", [], ["splits the weights into pieces and writes"]),
+        ("offline.md", ["of which a small model's own files took under 4 MB"], ["with this build's model"]),
+        ("foundations/tokenizers.md", ["references.md#touvronllama2023"], []),
     ],
 )
 def test_corrected_claims(page, must, must_not):
@@ -185,6 +216,26 @@ def test_corrected_claims(page, must, must_not):
         assert phrase in text, f"{page}: missing {phrase!r}"
     for phrase in must_not:
         assert phrase not in text, f"{page}: still says {phrase!r}"
+
+
+def test_outlier_lab_error_rises_then_levels_off():
+    """efficiency/quantization.md: per-tensor int8 error grows with the outlier from 1, then levels off (and dips)."""
+    from demos.quantization import outlier_product
+
+    error = {size: outlier_product(outlier=size)["errors"]["per_tensor"] for size in (1, 10, 60, 200)}
+    assert error[1] < error[10] < error[60] and abs(error[200] - error[60]) < 0.5 * error[60]
+
+
+def test_native_int8_speedup_and_size_ratio_are_the_export_benchmark():
+    """efficiency/quantization.md: "about 2.6 times as fast" and "3 times smaller", from bench/results/export.json."""
+    import json
+
+    export = json.loads((ROOT / "bench" / "results" / "export.json").read_text(encoding="utf-8"))
+    speed = export["decode"]["tok_per_s_median"]
+    sizes = export["sizes_mb"]
+    assert round(speed["q8"] / speed["fp32"], 1) == 2.6
+    assert round(sizes["fp32"] / sizes["q8"]) == 3
+    assert "about 2.6 times as fast as fp32, roughly in line with its 3 times smaller file" in flat_page("efficiency/quantization.md")
 
 
 def test_dropout_rates_stated_for_gpt2_are_the_transformers_configuration():
