@@ -208,6 +208,91 @@ def test_cases_are_all_run():
         ("reference/model_export.md", [], ["splits the weights into pieces and writes"]),
         ("offline.md", ["of which a small model's own files took under 4 MB"], ["with this build's model"]),
         ("foundations/tokenizers.md", ["references.md#touvronllama2023"], []),
+        # Second expert pass (stop 47): each fix checked against the lab, the figure, the paper or the convention page.
+        (
+            "attention/one-head.md",
+            ["works through the same row by hand with other scaled scores, 1, 2 and 3"],
+            ["starting one step earlier, from the queries and keys"],
+        ),
+        (
+            "attention/three-kinds.md",
+            ["the first on a French source sentence, as an encoder sees it", "Each encoder layer has only two sublayers"],
+            ["run the same sentence through self-attention", "first and third kinds"],
+        ),
+        ("attention/seq2seq.md", ["so the pattern is not an alignment"], []),
+        # demos.decoding: at T = 0.4 the greedy sequence (0.317) outweighs a dog </s> (0.265); test below.
+        (
+            "decoding/sampling.md",
+            ["from 0.4 down the greedy sequence is more likely to be drawn than `a dog </s>`", "The first reason is the user's."],
+            ["the draws concentrate on the most probable sequences", "There is also a user's reason"],
+        ),
+        ("decoding/beam-search.md", ["so at the second step it already overtakes the greedy path: 0.36 against 0.2."], ["after a few steps it overtakes"]),
+        ("decoding/overview.md", ["cheap after the first pass through the loop."], ["after the first turn"]),
+        ("families/gpt.md", ["trains all $T-1$ predictions of a sequence at once", r"\sum_{t=2}^{T} \log p_\theta"], ["trains all $T$ predictions"]),
+        ("families/gpt3-data.md", ["seen 1.9 to 3.4 times"], ["seen two to three times"]),
+        (
+            "families/moe.md",
+            ["the balancing loss printed under the figure measures", "The figure trains a deliberately tiny router on 64 random tokens"],
+            ["the balancing loss below measures", "how the active and total parameter counts move apart"],
+        ),
+        (
+            "families/moe-training.md",
+            ["Switch the balancing loss off and on, and see how the load and the balance term respond"],
+            ["Make the routing more uneven"],
+        ),
+        ("pipeline/index.md", ["leaving block 0, the first, is the input of block 1"], ["leaving block 1 is the input of block 2"]),
+        (
+            "pipeline/03-positional-encoding.md",
+            [r"Positions $1 \dots T$ in (the code passes them as row indices $0 \dots T-1$)"],
+            [r"Positions $0 \dots T-1$ in,", r"every position $0, 1, 2, \dots$"],
+        ),
+        ("pipeline/05b-heads.md", ["8$, the square root of the head's width"], []),
+        ("pipeline/05c-attention.md", ["all its weight falls on column 1, its own"], ["falls on column 0"]),
+        ("pipeline/05d-recombine.md", [r"O^{(0)} \mid O^{(1)} \mid \dots \mid O^{(11)}"], ["O^{(12)}"]),
+        (
+            "inside/index.md",
+            [
+                "it serves [the book's own model](../training/book-model.md): GPT-2's code and vocabulary, 4 layers of 4 heads",
+                "no head's induction score reaches 0.1",
+                "The lens, the induction scores and the attribution only *read* activations",
+            ],
+            ["the default development model has only 2 layers of 4 heads", "The first and the last only *read*"],
+        ),
+        ("inside/head-ablation.md", ["the book's own model has 4 × 4"], ["the development model has 2 × 4"]),
+        # Tokens drawn uniformly: by Gibbs' inequality no model beats ln V on average.
+        (
+            "inside/induction-heads.md",
+            [
+                "no model does better on average, and a trained one does a little worse",
+                "at position t it gives 1/t to each of the t positions up to its own",
+                "the second copy holds positions 6 to 10",
+                "Let the sequence be $s_1 \\dots s_n$",
+                "no head's induction score reaches 0.1",
+            ],
+            ["does a little better on random tokens"],
+        ),
+        ("inside/logit-attribution.md", ["explain its guess ` the`, not the answer a reader expects"], ["a confident ` the`"]),
+        (
+            "foundations/static-vectors.md",
+            ["has absorbed information from the words before it (GPT-2 is causal: it cannot see the words after it)"],
+            ["from the rest of the sentence"],
+        ),
+        # openai/gpt-2 src/model.py: conv1d w_init_stdev=0.02, wte 0.02, wpe 0.01, no 1/sqrt(N) scaling.
+        (
+            "training/optimization.md",
+            ["initialises its matrices with standard deviation 0.02, 0.01 for the position table, and shows no such scaling"],
+            ["shows no initialisation"],
+        ),
+        (
+            "training/in-your-browser.md",
+            ["The first three pages of this section describe the loss, the backward pass and the optimizer", "the loop of those three pages"],
+            ["The three pages before this one", "the loop of the last three pages"],
+        ),
+        (
+            "training/backprop.md",
+            ["training runs stages 6 to 2 again backwards, in the reverse order (tokenization has no weights)"],
+            ["training runs them again backwards"],
+        ),
     ],
 )
 def test_corrected_claims(page, must, must_not):
@@ -224,6 +309,29 @@ def test_outlier_lab_error_rises_then_levels_off():
 
     error = {size: outlier_product(outlier=size)["errors"]["per_tensor"] for size in (1, 10, 60, 200)}
     assert error[1] < error[10] < error[60] and abs(error[200] - error[60]) < 0.5 * error[60]
+
+
+def test_sampling_page_greedy_sequence_overtakes_the_most_probable_from_temperature_0_4():
+    """decoding/sampling.md: temperature sharpens each step, so from T = 0.4 down the greedy
+    sequence is likelier to be sampled than the most probable one (recomputed from the toy table)."""
+    import numpy as np
+
+    from demos.decoding import model
+
+    m = model()
+    table = {c: np.array(row) for c, row in zip(m["contexts"], m["table"], strict=True)}
+
+    def drawn(words, temperature):
+        p, previous = 1.0, m["start"]
+        for w in words:
+            tempered = np.where(table[previous] > 0, table[previous], 0.0) ** (1 / temperature)
+            p *= tempered[m["tokens"].index(w)] / tempered.sum()
+            previous = w
+        return p
+
+    greedy, best = ["the", "cat", "sat", "</s>"], ["a", "dog", "</s>"]
+    assert drawn(best, 1.0) > drawn(greedy, 1.0) and drawn(best, 0.5) > drawn(greedy, 0.5)
+    assert drawn(greedy, 0.4) > drawn(best, 0.4) and drawn(greedy, 0.1) > drawn(best, 0.1)
 
 
 def test_native_int8_speedup_and_size_ratio_are_the_export_benchmark():
