@@ -105,9 +105,9 @@ def test_predict_choice_on_the_attention_lab(tab):
     wait_settled(p, widget, 2)
     assert widget.get_attribute("data-verdict") == "wrong"
     assert json.loads(widget.get_attribute("data-answer")) == expected == 1.0
-    assert "The answer is “All of its weight on token 0 itself”" in widget.locator(".result").inner_text()
+    assert "The answer is “All of its weight on the first token itself”" in widget.locator(".result").inner_text()
 
-    select.select_option(label="All of its weight on token 0 itself")
+    select.select_option(label="All of its weight on the first token itself")
     widget.locator('button[name="check"]').click()
     wait_settled(p, widget, 3)
     assert widget.get_attribute("data-verdict") == "right"

@@ -293,6 +293,78 @@ def test_cases_are_all_run():
             ["training runs stages 6 to 2 again backwards, in the reverse order (tokenization has no weights)"],
             ["training runs them again backwards"],
         ),
+        # np.spacing(float16(2047)) = 1, spacing(float16(2048)) = 2; Hinton et al. (2015): small probabilities barely move the loss.
+        ("efficiency/determinism.md", ["representable numbers from 2,048 to 4,096 are 2 apart"], ["representable numbers near 2,048 are 2 apart"]),
+        ("efficiency/distillation.md", ["among the small probabilities have almost no influence on the loss"], ["vanish in the rounding"]),
+        ("innovations/positions.md", ["GPT-2's table stops at position 1,024, so it cannot even be *run* on a 1,025th token"], ["GPT-2 has no row 1,024"]),
+        # demos.rope.distance_decay: random q, k show no decay; all-ones q, k decay (RoFormer's bound is for aligned vectors).
+        (
+            "innovations/rope.md",
+            [
+                "the same vectors produce at positions 7 and 1.",
+                "For a query and key that point the same way, the score tends to shrink",
+                "the widget below shows it (set q and k to all ones)",
+                "the scores in the readout stay the same",
+            ],
+            ["positions 6 and 0", "For a fixed query and key", "every number in the readout stays"],
+        ),
+        ("innovations/overview.md", ["how its feed-forward network is gated ([gated feed-forward networks](gated-ffn.md))"], []),
+        (
+            "labs/attention.md",
+            ["what does the first row of the attention matrix", "which rows never change when you edit the last word"],
+            ["what does row 0 of the attention matrix"],
+        ),
+        # demos.decoding.all_sequences(6): "the dog </s>" = 0.5 · 0.3 · 0.6 = 0.09 beats greedy's 0.084.
+        (
+            "labs/decoding.md",
+            ['the best of them, "the dog `</s>`", has probability 0.09', "whose probabilities add up to at least $p$"],
+            ["and the best of them has probability 0.084"],
+        ),
+        ("labs/efficiency.md", [r"step $j = 0, 1, \dots, N - 1$ sees a context", "In FlashAttention-2's loop order", "references.md#dao2024"], []),
+        ("labs/positions.md", ["as for a query at 7 and a key at 1", "exactly the sinusoidal dot product from above, divided by $d/2$"], ["a key at 0"]),
+        (
+            "index.md",
+            [
+                "Every other build, the default development build among them, serves [the book's own model](training/book-model.md)",
+                r"position $1, 2, \dots$ selects a row",
+            ],
+            ["default development build serves **`tiny`**", r"position $0, 1, \dots$"],
+        ),
+        ("start/keywords.md", [r"each position $1, 2, 3, \dots$ also gets a vector"], [r"position $0, 1, 2, \dots$"]),
+        (
+            "start/labs-setup.md",
+            [
+                "14 MB (27 MB for the build that drives WebGPU)",
+                "to about 75 MB (GPT-2 small, its weights in 4 bits; 83 MB on WebGPU)",
+                "this book's own NumPy lesson code | 0.4 MB",
+            ],
+            ["500 MB (GPT-2 small in 32-bit floats)", "under 0.1 MB"],
+        ),
+        (
+            "generate.md",
+            [
+                "it serves [the book's own model](training/book-model.md): GPT-2's code and vocabulary, 4 layers of 4 heads",
+                "recompute the prompt and the first 98 new tokens",
+            ],
+            ["A test model may be loaded", "recompute 99 positions", "The browser tests of this site use that property"],
+        ),
+        ("more/responsible-use.md", ["so its list ranks the book's words rather than facts"], ["randomly initialised model, whose list is arbitrary"]),
+        (
+            "prompting/in-context-learning.md",
+            ["serves [the book's own model](../training/book-model.md), trained only on this book's text"],
+            ["a development build serves a randomly initialised model"],
+        ),
+        (
+            "pipeline/04-final-embedding.md",
+            ["enters block 0, the first, of GPT-2 small", "to the end of the last block (block 11)"],
+            ["enters block 1 of GPT-2 small", "end of block 12"],
+        ),
+        ("more/capstone.md", ["DistilGPT2, with 6 blocks instead of 12, has 81,912,576"], []),
+        (
+            "model/runtime.md",
+            ["(its workflow builds with `MODEL=gpt2`)"],
+            ["a copy built where the Hugging Face Hub is out of reach, and every build the tests check"],
+        ),
     ],
 )
 def test_corrected_claims(page, must, must_not):
@@ -332,6 +404,19 @@ def test_sampling_page_greedy_sequence_overtakes_the_most_probable_from_temperat
     greedy, best = ["the", "cat", "sat", "</s>"], ["a", "dog", "</s>"]
     assert drawn(best, 1.0) > drawn(greedy, 1.0) and drawn(best, 0.5) > drawn(greedy, 0.5)
     assert drawn(greedy, 0.4) > drawn(best, 0.4) and drawn(greedy, 0.1) > drawn(best, 0.1)
+
+
+def test_book_model_starting_loss_is_the_logged_first_step():
+    """training/book-model.md: the prose loss starts at 11.0 nats, a little above ln 50,257."""
+    import json
+    import math
+
+    from model_export.train import LOG_FILE
+    from model_export.weights import BOOK_MODEL_DIR
+
+    first = json.loads((BOOK_MODEL_DIR / LOG_FILE).read_text().splitlines()[0])
+    assert round(first["text_loss"], 1) == 11.0 and first["text_loss"] > math.log(50257)
+    assert "falls from 11.0 nats at the first step, a little above a uniform guess" in flat_page("training/book-model.md")
 
 
 def test_native_int8_speedup_and_size_ratio_are_the_export_benchmark():
