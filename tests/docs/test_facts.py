@@ -360,6 +360,19 @@ def test_cases_are_all_run():
             ["enters block 1 of GPT-2 small", "end of block 12"],
         ),
         ("more/capstone.md", ["DistilGPT2, with 6 blocks instead of 12, has 81,912,576"], []),
+        # GQA shrinks the cache (linear in the context), not the quadratic score computation.
+        (
+            "innovations/flash-attention.md",
+            ["which shrinks the key/value cache (memory that grows linearly with the context)"],
+            ["one of the three answers in this section to the quadratic curve"],
+        ),
+        # Vaswani et al. (2017), section 3.5: PE(pos + k) is a linear function of PE(pos).
+        (
+            "innovations/positions.md",
+            ["the vector at position $p + k$ is a linear function of the vector at $p$"],
+            ["The formula has one property that made it attractive"],
+        ),
+        ("prompting/self-consistency.md", ["a question that is hard for one run is hard for all of them"], ["not truly independent"]),
         (
             "model/runtime.md",
             ["(its workflow builds with `MODEL=gpt2`)"],
