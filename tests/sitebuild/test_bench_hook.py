@@ -21,7 +21,7 @@ from sitebuild.paths import BENCH_RESULTS, ROOT
 
 DOCS = ROOT / "docs"
 # Pages that report measured speeds of this site's runtime: every such number is a marker.
-SPEED_PAGES = ["efficiency/quantization.md", "model/runtime.md", "embed-in-your-course.md"]
+SPEED_PAGES = ["model/export-report.md", "model/runtime.md", "embed-in-your-course.md"]
 SPEED = re.compile(r"\d[\d,.]*\s*(?:tok/s|tokens per second)")
 
 
