@@ -12,7 +12,7 @@ from sitebuild.figures.svg import Svg
 
 FAMILY_T = 5
 BPE_CORPUS, BPE_MERGES = "low lower lowest newer wider", 6
-ROPE_D, ROPE_PAIR, ROPE_POSITIONS = 8, 0, [0, 1, 2, 3]
+ROPE_D, ROPE_PAIR, ROPE_POSITIONS = 8, 0, [1, 2, 3, 4]  # positions counted from 1, as the book does
 
 
 def three_families():
@@ -115,7 +115,7 @@ def rope_rotation():
     s.lines(250, 80, ["position m turns", "the pair by m·θ"], step=16, anchor="start")
     s.lines(250, 130, ["q at m and k at n:", "their dot product", "depends on m − n", "only"], step=16, anchor="start")
     alt = (
-        f"A unit circle with four arrows: the same query pair (1, 0) at positions 0 to {ROPE_POSITIONS[-1]}, each turned by a further "
+        f"A unit circle with four arrows: the same query pair (1, 0) at positions {ROPE_POSITIONS[0]} to {ROPE_POSITIONS[-1]}, each turned by a further "
         f"θ = {theta:g} radian. Rotating query and key by their positions makes their dot product depend only on the distance between them."
     )
     caption = (
