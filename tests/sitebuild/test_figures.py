@@ -545,6 +545,10 @@ def check_lens_translators(root):
     assert f"the plain lens agrees at {', '.join(map(pct, logit['top1'][1:3]))} and {pct(logit['top1'][3])}" in page
     assert f"the translated one at {', '.join(map(pct, linear['top1'][1:3]))} and {pct(linear['top1'][3])}" in page
     assert 0.45 < linear["top1"][0] < 0.55  # "half of the model's top-1 choices"
+    with torch.no_grad():
+        names_itself = hf.lm_head(hf.transformer.ln_f(held_out[0].float())).argmax(-1)  # the embeddings, read plainly
+    current = torch.tensor([i for ids in windows["eval"] for i in ids])
+    assert f"they name the current token itself (at {pct(float((names_itself == current).double().mean()))} of the positions)" in page
     for d in range(len(held_out) - 1):  # the translated reading is nearer the output at every depth before the last
         assert linear["kl"][d] < logit["kl"][d] and linear["top1"][d] > logit["top1"][d], d
 
