@@ -217,3 +217,27 @@ def test_the_looking_inside_notes_state_what_the_book_model_answers(hf):
         assert all(p < bound for p in chances.values()), (where, chances)
     note = " ".join((ROOT / "docs" / "inside" / "head-ablation.md").read_text().split())
     assert "top guess is ` the`, and ` Mary` and ` John` each get less than one chance in 100,000" in note
+
+
+def test_the_patching_note_states_the_book_models_small_and_odd_gaps(hf, model):
+    """patching.md: the logit differences each pair restores (transformers' own logits), and
+    the patch map's out-of-range fraction and last-position restore (interpret.patch_residual)."""
+    tokenizer = train.gpt2_tokenizer()
+    pairs = (ROOT / "site_src" / "widgets" / "tx-patching.js").read_text()
+    found = {}
+    for name in ("capital", "ioi"):
+        fields = dict(re.findall(r'(clean|corrupted|good|bad): "([^"]+)"', pairs.split(f"{name}: {{")[1].split("}")[0]))
+        ids = {k: tokenizer.encode(fields[k]).ids for k in ("clean", "corrupted")}
+        good, bad = (tokenizer.encode(fields[k]).ids[0] for k in ("good", "bad"))
+        with torch.no_grad():
+            ld = {k: (lambda last: float(last[good] - last[bad]))(hf(input_ids=torch.tensor([v])).logits[0, -1]) for k, v in ids.items()}
+        found[name] = (ld, interpret.patch_residual(model, ids["clean"], ids["corrupted"], good, bad))  # (L, T)
+    (cap_ld, cap_map), (ioi_ld, ioi_map) = found["capital"], found["ioi"]
+    note = " ".join((ROOT / "docs" / "inside" / "patching.md").read_text().split())
+    assert f"(logit differences {cap_ld['clean']:.2f} and {cap_ld['corrupted']:.2f})" in note
+    assert ioi_ld["clean"] < ioi_ld["corrupted"] < 0  # the clean prompt favours the wrong name more
+    assert f"(−{-ioi_ld['clean']:.2f} against −{-ioi_ld['corrupted']:.2f})" in note
+    assert f"({cap_map[1, -1]:.2f} at the last position entering block 1 in the capital map)" in note
+    assert cap_map[1, -1] > 1
+    low, high = ioi_map[1:, -1].min(), ioi_map[1:, -1].max()
+    assert f"restores {low:.2f} to {high:.2f} of it in the names map" in note
