@@ -197,9 +197,10 @@ def lens_fidelity(model: GPT2, streams: np.ndarray, maps: np.ndarray | None = No
     kl, same = np.zeros(len(streams)), np.zeros(len(streams))
     for chunk in np.array_split(np.arange(streams.shape[1]), max(1, streams.shape[1] // 256)):  # bounds the (n, V) arrays
         final = read(streams[-1, chunk])  # (n, V) the output's log-probabilities
+        final_p = final.exp()  # (n, V), once per chunk, not per depth
         for depth, h in enumerate(readable[:, chunk]):
             reading = read(h)
-            kl[depth] += float((final.exp() * (final - reading)).sum())
+            kl[depth] += float((final_p * (final - reading)).sum())
             same[depth] += float((reading.argmax(-1) == final.argmax(-1)).sum())
     n = streams.shape[1]
     return {"kl": kl / n, "top1": same / n}

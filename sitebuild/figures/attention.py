@@ -294,11 +294,10 @@ def sink_windows() -> dict[str, list[list[int]]]:
 def sink_shares() -> dict:
     """Each head's mean attention on the first position, over the held-out pages' openings:
     ``{"eos": (L, nh), "plain": (L, nh), "uniform": float, "pages": int}``."""
-    from model_export.gpt2 import GPT2
     from model_export.interpret import first_token_attention
-    from model_export.weights import BOOK_SOURCE, load_hf
+    from sitebuild.figures.inside import book_gpt2
 
-    model = GPT2.from_hf(load_hf(BOOK_SOURCE).model, output_attentions=True, output_hidden_states=True)
+    model = book_gpt2()
     windows = sink_windows()
     shares = {k: np.mean([first_token_attention(model, ids, SINK_SKIP) for ids in v], axis=0) for k, v in windows.items()}
     uniform = float(np.mean([1 / (t + 1) for t in range(SINK_SKIP, SINK_TOKENS)]))

@@ -15,6 +15,16 @@ LENS_LINES = {"logit": ("logit lens (the stream as it is)", "curve warn"), "line
 
 
 @functools.cache
+def book_gpt2():
+    """The book's trained model as the readable GPT-2 with every output on, loaded once per
+    build for the figures that run it (here and ``attention.sink_shares``)."""
+    from model_export.gpt2 import GPT2
+    from model_export.weights import BOOK_SOURCE, load_hf
+
+    return GPT2.from_hf(load_hf(BOOK_SOURCE).model, output_attentions=True, output_hidden_states=True)
+
+
+@functools.cache
 def lens_windows() -> dict[str, list[list[int]]]:
     """``{"fit": ..., "eval": ...}``: context-long id windows spread evenly over the training
     text, and the first held-out ones (as ``train.held_out_windows`` cuts them)."""
@@ -33,11 +43,9 @@ def lens_windows() -> dict[str, list[list[int]]]:
 def lens_fidelities() -> dict:
     """Each depth's mean KL to the output and top-1 agreement on held-out text, read plainly
     and through least-squares translators: ``{"logit": {...}, "linear": {...}, "tokens": N}``."""
-    from model_export.gpt2 import GPT2
     from model_export.interpret import fit_translators, lens_fidelity, residual_streams
-    from model_export.weights import BOOK_SOURCE, load_hf
 
-    model = GPT2.from_hf(load_hf(BOOK_SOURCE).model, output_attentions=True, output_hidden_states=True)
+    model = book_gpt2()
     windows = lens_windows()
     maps = fit_translators(residual_streams(model, windows["fit"]))
     held_out = residual_streams(model, windows["eval"])  # (L + 1, N, C)
