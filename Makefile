@@ -39,13 +39,13 @@ NPM_STAMP  := node_modules/.installed
 VENDOR     := build/vendor/versions.json
 MANIFEST   := $(MODEL_DIR)/manifest.json
 
-.PHONY: help serve test test-fast test-durations test-ready lint format site setup assets model browser pyodide-wheels clean check-budgets
+.PHONY: help serve test test-fast test-durations test-ready lint format site setup assets model browser pyodide-wheels bench-peer-deps clean check-budgets
 
 help:
 	@echo "make serve   build everything and serve the site on http://127.0.0.1:$(PORT)"
 	@echo "make test    build everything and run every test"
 	@echo "make test-fast   the CPython and node tests and one browser smoke test (under 3 minutes)"
-	@echo "(also: make lint | format | site | model MODEL=... | assets | setup | check-budgets | clean)"
+	@echo "(also: make lint | format | site | model MODEL=... | assets | setup | bench-peer-deps | check-budgets | clean)"
 
 # The address written into sitemap.xml (mkdocs.yml's site_url): the one `make serve` serves.
 serve: export SITE_URL ?= http://127.0.0.1:$(PORT)/
@@ -61,7 +61,7 @@ test:
 	$(call beside_node,$(PY) -m pytest $(PYTEST_PARALLEL))
 
 # What the tests need, two steps at a time (the model's export beside the other set-up steps).
-test-ready: lint site browser pyodide-wheels
+test-ready: lint site browser pyodide-wheels bench-peer-deps
 
 # The inner loop (under 3 minutes): every CPython test but the ONNX exports, the node tests and
 # one browser smoke test (a page with a Python widget and a model widget, as a reader loads it).
@@ -138,6 +138,17 @@ $(PYODIDE_WHEELS): tests/pyodide/requirements.txt | setup
 	$(PY) -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
 	  --platform any --python-version 3.12 --implementation py \
 	  -r tests/pyodide/requirements.txt -d $(@D)
+	touch $@
+
+# The peer that bench/peer.py measures the site's runtime against: Transformers.js and the
+# onnxruntime-web it depends on, a bench-only install in its own folder (a few seconds; the
+# browser test of bench/peer.py needs it). No install scripts and no optional packages, so no
+# native binaries: bench/peer/package.json puts onnxruntime-common in onnxruntime-node's place
+# (113 MB of Node binaries that the browser bundle never loads), and sharp comes without its own.
+PEER_STAMP := bench/peer/node_modules/.installed
+bench-peer-deps: $(PEER_STAMP)
+$(PEER_STAMP): bench/peer/package.json bench/peer/package-lock.json
+	cd bench/peer && npm ci --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error
 	touch $@
 
 # GitHub Pages' limits (no file of 100 MB or more, the site under 1 GB), checked on the

@@ -92,10 +92,15 @@ PAGE_JS = """async ([model, variant, threads, tuning, lengths, runs, promptToken
   const generation = async (prompt, count) => {
     const run = m.generate(idsOf(prompt), { maxNewTokens: count, temperature: 0, stopAtEos: false });
     let firstAt = null;
-    for await (const token of run) firstAt ??= performance.now();
+    const ids = [];
+    for await (const token of run) {
+      firstAt ??= performance.now();
+      ids.push(token.id);
+    }
     const res = await run.result;
-    return { tokensPerSecond: res.tokensPerSecond, prefillMs: res.prefillMs, newTokens: res.newTokens, firstAt };
+    return { tokensPerSecond: res.tokensPerSecond, prefillMs: res.prefillMs, newTokens: res.newTokens, firstAt, ids };
   };
+  out.promptIds = idsOf(promptTokens);
   const first = await generation(promptTokens, newTokens);
   out.firstTokenMs = first.firstAt - t0 - (tuning.readingPauseMs || 0);
   out.check = Array.from((await m.forward(idsOf(8))).logits); // compared with native below
@@ -276,14 +281,35 @@ def serve_dir(site: Path, model_dir: Path, manifest: dict, work: Path, local: se
     return root
 
 
-def measure_browser(url: str, name: str, variant: str, threads: int, tuning: dict, runs: int, long_contexts) -> dict:
+def measure_browser(
+    url: str, name: str, variant: str, threads: int, tuning: dict, runs: int, long_contexts, prefill_lengths=None, requests: list[str] | None = None
+) -> dict:
+    """The site's runtime in a fresh browser profile: a cold page, then the load after a reload.
+
+    Args:
+        url: The page to open (the bench server's ``index.html``).
+        name: The model's name under ``models/``.
+        variant: The variant to load.
+        threads: WASM threads.
+        tuning: Session options over the site's own (``{}``: the site's).
+        runs: Repetitions per prefill length (median).
+        long_contexts: (cached positions, new tokens) pairs to decode after, in the same page.
+        prefill_lengths: Prompt lengths whose prefill is timed (default ``PREFILL_LENGTHS``).
+        requests: When given, the URL of every request the browser makes is appended to it.
+
+    Returns:
+        The run's figures (``_check_logits``: the logits after 8 tokens, for the caller to compare).
+    """
     from playwright.sync_api import sync_playwright
 
+    lengths = PREFILL_LENGTHS if prefill_lengths is None else prefill_lengths
     with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="bench-profile-") as profile:
         context = profile_context(p, profile)
+        if requests is not None:
+            context.on("request", lambda r: requests.append(r.url))
         try:
             page, errors = open_page(context, url)
-            args = [name, variant, threads, tuning, list(PREFILL_LENGTHS), runs, PROMPT_TOKENS, NEW_TOKENS, []]
+            args = [name, variant, threads, tuning, list(lengths), runs, PROMPT_TOKENS, NEW_TOKENS, []]
             with MemorySampler() as memory:
                 cold = page.evaluate(PAGE_JS, [*args, True])
             with MemorySampler() as long_memory:
@@ -327,6 +353,8 @@ def measure_browser(url: str, name: str, variant: str, threads: int, tuning: dic
             "warm_runs": [d["tokensPerSecond"] for d in cold["decode"][1:]],
         },
         "decode_after_cached_tok_s": cold["longDecode"],
+        "prompt_ids": cold["promptIds"],
+        "greedy_ids": cold["decode"][-1]["ids"],  # the last warm generation's tokens
         "page_errors": errors,
         "_check_logits": cold["check"],
     }
@@ -577,7 +605,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(
                         f"    warm {b['decode_tok_s']['warm']:.1f} tok/s (native {native['decode_tok_s']['warm']:.1f}), "
                         f"first generation {b['decode_tok_s']['first_generation']:.1f}, first token {b['first_token_after_cold_load_ms']:.0f} ms, "
-                        f"prefill 128 {b['prefill_ms']['128']:.0f} ms (native {native['prefill_ms']['128']:.0f}), "
+                        f"prefill {', '.join(f'{n}: {ms:.0f}' for n, ms in b['prefill_ms'].items())} ms "
+                        f"(native {', '.join(f'{n}: {ms:.0f}' for n, ms in native['prefill_ms'].items())}), "
                         f"peak {(b['peak_browser_private_bytes'] or 0) / 1e6:.0f} MB, long {b['decode_after_cached_tok_s']}",
                         flush=True,
                     )
