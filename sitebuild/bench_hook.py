@@ -2,7 +2,7 @@
 
 The pages never type a speed by hand. They hold markers that this hook replaces, at build
 time, with numbers from ``bench/results/<file>.json`` (written by ``bench/browser.py``,
-``bench/worker.py``, ``bench/export.py``, ``bench/inside.py`` and ``bench/training.py``; a file named ``browser-<anything>`` has the
+``bench/worker.py``, ``bench/export.py``, ``bench/inside.py``, ``bench/training.py`` and ``bench/peer.py``; a file named ``browser-<anything>`` has the
 browser tables too):
 
 * a table, on a line of its own::
@@ -17,6 +17,8 @@ browser tables too):
       <!-- bench: inside setup -->        one line: machine, versions, commit, repeats, date
       <!-- bench: training speed -->      <tx-train>'s steps per second, browser against CPython (bench/training.py)
       <!-- bench: training setup -->      one line: machine, commit, repeats, date
+      <!-- bench: peer compare -->        the site's runtime beside Transformers.js (bench/peer.py)
+      <!-- bench: peer setup -->          one line: machine, versions, commit, repeats, date
 
 * one number inside a sentence, ``[[bench: FILE VARIANT/TUNING/THREADS FIELD]]`` for a
   summary row of ``browser.json`` (a field holding a spread gives its median), or
@@ -52,10 +54,11 @@ def results(name: str) -> dict:
 
 
 def row_of(report: dict, key: str) -> dict:
-    """The summary row ``VARIANT/TUNING/THREADS`` of a browser report."""
+    """The summary row ``VARIANT/TUNING/THREADS`` of a browser report (a row without a tuning,
+    as ``peer.json``'s, ran the site's own: ``site``)."""
     variant, tuning, threads = key.split("/")
     for row in report["summary"]:
-        if row["variant"] == variant and row["tuning"] == tuning and row["threads"] == int(threads):
+        if row["variant"] == variant and row.get("tuning", "site") == tuning and row["threads"] == int(threads):
             return row
     raise PluginError(f"bench_hook: no summary row {key} in the browser results")
 
@@ -288,7 +291,51 @@ def training_line(report: dict) -> str:
     return measured_by(report, what, "the site's Pyodide worker against `demos.training` in CPython")
 
 
+def peer_table(report: dict) -> str:
+    """The site's variants and the peer's dtypes, per thread count: download, warm decode, decode
+    after 1,000 cached positions (and its share of the warm speed), peak memory then, and the
+    site over the peer's faster dtype (median of the per-round ratios)."""
+    rows = []
+    for site in report["summary"]:
+        threads = site["threads"]
+        peers = [p for p in report["peer_summary"] if p["threads"] == threads]
+        entries = [(f"**this site, {site['variant']}**", site), *((f"Transformers.js, {p['dtype']}", p) for p in peers)]
+        for name, r in entries:
+            spread = r["spread"]
+            long = r["decode_after_1000_tok_s"]
+            rows.append(
+                [
+                    name,
+                    str(threads),
+                    f"{number(r['download_mb'], 0)} MB",
+                    ranged(spread["decode_warm_tok_s"]),
+                    ranged(spread["decode_after_1000_tok_s"]) if long else "–",
+                    number(long / r["decode_warm_tok_s"], 2) if long else "–",
+                    ranged(spread["peak_memory_long_mb"], 0) if long else "–",
+                    ranged(spread["over_peer"], 2) if r is site else "",
+                ]
+            )
+    return table(
+        ["runtime, file", "threads", "download", "tok/s (warm)", "tok/s after 1,000 cached", "1,000 / warm", "peak memory then, MB", "site / faster peer"],
+        rows,
+    )
+
+
+def peer_line(report: dict) -> str:
+    v, s, c = report["versions"], report["setup"], report["model"]["config"]
+    what = (
+        f"{report['model']['name']} ({c['n_layer']} layers, width {c['n_embd']}), {s['repeat']} rounds in a rotated order, "
+        f"prompt {s['prompt_tokens']} + {s['new_tokens']} greedy tokens, the same greedy tokens on both sides where the weights are the same"
+    )
+    runtimes = (
+        f"this site on onnxruntime-web {v['onnxruntime_web_site']}, Transformers.js {v['transformers_js']} on onnxruntime-web {v['onnxruntime_web_peer']}"
+    )
+    return measured_by(report, what, runtimes)
+
+
 TABLES = {
+    ("peer", "compare"): peer_table,
+    ("peer", "setup"): peer_line,
     ("training", "speed"): training_table,
     ("training", "setup"): training_line,
     ("inside", "speed"): inside_table,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -120,3 +121,56 @@ def test_inside_table_cells_are_the_json_medians():
             assert cell.startswith(f"{row[field]['median'] * scale:,.{digits}f}") and cell.endswith(unit), (field, cell)
         target = bench_hook.INSIDE_TARGETS.get(field)
         assert cells[-1] == (f"≤ {report['summary'][0]['targets'][target]['target_s']:,.1f} s" if target else "")
+
+
+def test_peer_table_cells_are_the_json_medians_and_the_ratio_is_the_rounds():
+    """The peer comparison: each row's warm decode is the median over the per-run values of
+    peer.json's results, and "site / faster peer" the median of each round's site over that
+    round's faster peer dtype, recomputed here from the runs (not from the summary)."""
+    report = json.loads((BENCH_RESULTS / "peer.json").read_text())
+    assert report["versions"]["transformers_js"] and report["setup"]["repeat"] >= 3
+    runs = [r for r in report["results"] if "error" not in r]
+    warm = lambda r: r["measured"]["decode_tok_s"]["warm"]  # noqa: E731
+    for site in report["summary"]:
+        threads = site["threads"]
+        mine = [r for r in runs if r["runner"] == "site" and r["variant"] == site["variant"] and r["threads"] == threads]
+        assert statistics.median(warm(r) for r in mine) == pytest.approx(site["decode_warm_tok_s"], abs=0.01)
+        ratios = []
+        for r in mine:
+            peers = [warm(p) for p in runs if p["runner"] == "peer" and p["threads"] == threads and p["round"] == r["round"]]
+            ratios.append(warm(r) / max(peers))
+        assert statistics.median(ratios) == pytest.approx(site["over_peer"], abs=0.01)
+    for r in runs:
+        if r["runner"] == "site":
+            assert r["measured"]["tuning"] == shipped_tuning()  # the site's own settings
+    body = bench_hook.peer_table(report).splitlines()[2:]
+    assert len(body) == len(report["summary"]) + len(report["peer_summary"])
+    by_name = {}
+    for line in body:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        by_name[(cells[0], cells[1])] = cells
+    for site in report["summary"]:
+        cells = by_name[(f"**this site, {site['variant']}**", str(site["threads"]))]
+        assert cells[3].split(" ")[0] == f"{site['decode_warm_tok_s']:,.1f}"
+        assert cells[7].split(" ")[0] == f"{site['over_peer']:.2f}"
+    for peer in report["peer_summary"]:
+        cells = by_name[(f"Transformers.js, {peer['dtype']}", str(peer["threads"]))]
+        assert cells[3].split(" ")[0] == f"{peer['decode_warm_tok_s']:,.1f}"
+        assert cells[6].split(" ")[0] == f"{peer['peak_memory_long_mb']:,.0f}"
+
+
+def test_the_runtime_page_says_of_the_peer_what_peer_json_shows():
+    """The prose around the peer table: the site's download is under half the peer's smaller
+    file, both keep a like share of their speed after 1,000 cached positions, and the peer's
+    int8 file peaks lowest in memory then."""
+    text = " ".join((DOCS / "model/runtime.md").read_text().split())
+    report = json.loads((BENCH_RESULTS / "peer.json").read_text())
+    site = next(r for r in report["summary"] if r["threads"] == 2)
+    peers = [p for p in report["peer_summary"] if p["threads"] == 2]
+    assert "from less than half its download" in text and site["download_mb"] < 0.5 * min(p["download_mb"] for p in peers)
+    assert "Both slow down alike after 1,000 cached positions" in text
+    kept = [r["decode_after_1000_tok_s"] / r["decode_warm_tok_s"] for r in (site, *peers)]
+    assert max(kept) - min(kept) < 0.1, kept
+    assert "the peer's int8 file holds the least memory there" in text
+    q8 = next(p for p in peers if p["dtype"] == "q8")
+    assert q8["peak_memory_long_mb"] == min(r["peak_memory_long_mb"] for r in (site, *peers))
