@@ -129,8 +129,9 @@ def test_cases_are_all_run():
         ("families/gpt3.md", ["about 1.52 billion parameters", "the head count of that row is the likely slip"], ["2,048 is a possible width for 24 heads"]),
         (
             "families/moe-training.md",
-            ["thousands in the first", "128 to 2,048 in GShard and Switch", "That holds for top-1 routing"],
-            ["Early MoE language models used 8 or 16 experts"],
+            # Fedus et al. (2022), Table 9: Switch-Base and -Large 128 experts, Switch-XXL 64, Switch-C 2,048.
+            ["thousands in the first", "64 to 2,048 in GShard and Switch (Switch-XXL had 64, Switch-C 2,048)", "That holds for top-1 routing"],
+            ["Early MoE language models used 8 or 16 experts", "128 to 2,048 in GShard"],
         ),
         (
             "scaling/flops.md",
@@ -169,6 +170,9 @@ def test_cases_are_all_run():
         ("innovations/flash-attention.md", ["references.md#dao2024", "in FlashAttention-2's loop order"], ["It loads a block of queries, then streams"]),
         ("innovations/relative-bias.md", ["every distance from 91 on (113 on in the one-directional decoder)"], ["every distance from 128 on"]),
         ("innovations/rope.md", ["(Llama 2's length; the first LLaMA had 2,048)"], ["for LLaMA stretched four times"]),
+        # Peng et al. (2024), YaRN section 3.4: the temperature is fitted to measured perplexity
+        # (sqrt(1/t) = 0.1 ln s + 1); the paper gives no "spread scores" mechanism.
+        ("innovations/rope.md", ["a curve its authors fitted to perplexity measured on LLaMA models"], ["because interpolated positions spread the scores"]),
         ("inside/induction-heads.md", ["the 500th token of a context minus the loss at the 50th"], ["made exactly this drop"]),
         ("inside/superposition.md", ["about 1.3 active features on average", "about half as much as the dedicated one"], ["rarely share a sample"]),
         ("start/labs-setup.md", ["GPT-2 small needs about 1 GB while it loads"], ["covers the NumPy labs and GPT-2 small comfortably"]),
