@@ -25,6 +25,7 @@ import http.server
 import io
 import os
 import re
+import sys
 import threading
 from pathlib import Path
 
@@ -119,6 +120,16 @@ class SiteServer(http.server.ThreadingHTTPServer):
     request_queue_size = 128
     daemon_threads = True
     verbose = False
+
+    def handle_error(self, request, client_address) -> None:
+        """Stay quiet when the browser hangs up mid-response (it left the page, or cancelled a
+        download it no longer needs): that is the reader's choice, not a server fault. Any
+        other error gets the standard library's traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):  # BrokenPipeError, ConnectionResetError
+            if self.verbose:
+                print(f"{client_address[0]}: the client closed the connection", file=sys.stderr)
+            return
+        super().handle_error(request, client_address)
 
 
 def make_server(directory: Path, port: int = 0, host: str = "127.0.0.1", coi: bool = True, verbose: bool = False) -> SiteServer:
