@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .runtime import empty_past
+from .validate import log_softmax
 
 DROPPED = np.float32(-1.0e9)  # the score of a candidate that may not be kept
 
@@ -64,12 +65,6 @@ class BeamResult:
     sequences: list[list[int]]
     scores: list[float]
     steps: list[BeamStep] = field(default_factory=list)
-
-
-def log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Row-wise log-softmax in float32 (as transformers computes it)."""
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
 def best(values: np.ndarray, k: int) -> np.ndarray:
@@ -123,7 +118,7 @@ def beam_search(
     positions = np.tile(np.arange(len(prompt), dtype=np.int64), (num_beams, 1))
     for step in range(new_tokens):
         logits, present = runner.run(step_ids, np.ones((num_beams, len(prompt) + step), np.int64), positions, past)
-        log_probs = log_softmax(logits[:, -1].astype(np.float32)) + running_scores[:, None]  # (nb, V)
+        log_probs = log_softmax(logits[:, -1]).astype(np.float32) + running_scores[:, None]  # (nb, V), summed in float32 as transformers does
         vocab = log_probs.shape[1]
         top = best(log_probs.reshape(-1), candidates)  # (K,) over every (beam, token)
         parents, tokens, scores = top // vocab, top % vocab, log_probs.reshape(-1)[top]
