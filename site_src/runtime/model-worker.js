@@ -9,13 +9,14 @@
  *   {id, type: "forward", ids, attentions?, hiddenStates?, allPositions?}
  *   {id, type: "inspect", ids, probes?, want, lastOnly?}   (a model loaded with needs ["inspect"])
  *   {id, type: "generate", ids, options}      (streams "token" messages, then answers)
+ *   {id, type: "beam", ids, options}          (beam search, beam.js: streams one "token" message a step, then answers)
  *   {type: "stop", target}                    (ends the generation with that id)
  * Messages out:
  *   {type: "progress", stage, message, loaded?, total?}
  *   {type: "notice", message}
  *   {type: "files", baseUrl, files}           (what a load downloads: kept for offline reading)
  *   {type: "lost", reason}                    (the WebGPU device is gone: the page ends this worker)
- *   {type: "token", target, token}
+ *   {type: "token", target, token}           (a new token; for "beam", a step of the search)
  *   {id, result} or {id, error: {name, message, kind?, retryable?}}
  *
  * The graph's inputs are input_ids, attention_mask, position_ids and
@@ -35,6 +36,7 @@ import { REQUANT_FORMAT, requantWeights } from "./requant.js";
 import { missingManifestField, rankVariants, variantFiles, variantOutputs, outputsWithPrefix, OPTIONAL_OUTPUTS, INSPECT } from "./variants.js";
 import { probeFeeds } from "./probe-feeds.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
+import { BeamSearch, BEAM_ENDINGS, checkBeamOptions } from "./beam.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
 import { sessionOptions, withTuning } from "./tuning.js";
 
@@ -378,23 +380,31 @@ function checkPrompt(ids, config) {
 const int64 = (values) => BigInt64Array.from(values, BigInt);
 const float32Tensor = (data, dims) => new ort.Tensor("float32", data, [1, ...dims]);
 
-/** Feeds for `ids` placed after `pastLength` cached positions. */
+/** Feeds for `ids` placed after `pastLength` cached positions (an inspect graph's probes neutral). */
 function feedsFor(ids, pastLength, past) {
+  const feeds = batchFeeds([ids], pastLength, past);
+  // an inspect graph's probes, neutral: it then computes what the variant's graph computes
+  if (model.inspect) Object.assign(feeds, probeFeeds(model.probes, model.config, ids.length, {}, float32Tensor));
+  return feeds;
+}
+
+/** Feeds for a batch of `rows` (token ids, all of one length), each after `pastLength` cached positions. */
+function batchFeeds(rows, pastLength, past) {
   const { config } = model;
-  const T = ids.length;
+  const B = rows.length;
+  const T = rows[0].length;
   const total = pastLength + T;
+  const positions = Array.from({ length: T }, (_, i) => pastLength + i);
   const feeds = {
-    input_ids: new ort.Tensor("int64", int64(ids), [1, T]),
-    attention_mask: new ort.Tensor("int64", new BigInt64Array(total).fill(1n), [1, total]),
-    position_ids: new ort.Tensor("int64", int64(Array.from({ length: T }, (_, i) => pastLength + i)), [1, T]),
+    input_ids: new ort.Tensor("int64", int64(rows.flat()), [B, T]), // (B, T)
+    attention_mask: new ort.Tensor("int64", new BigInt64Array(B * total).fill(1n), [B, total]), // (B, P + T)
+    position_ids: new ort.Tensor("int64", int64(rows.flatMap(() => positions)), [B, T]), // (B, T)
   };
   const headDim = config.n_embd / config.n_head;
   model.presentNames.forEach((name, k) => {
     const input = name.replace("present.", "past_key_values.");
-    feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [1, config.n_head, 0, headDim]);
+    feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [B, config.n_head, 0, headDim]); // (B, nh, P, hd)
   });
-  // an inspect graph's probes, neutral: it then computes what the variant's graph computes
-  if (model.inspect) Object.assign(feeds, probeFeeds(model.probes, config, T, {}, float32Tensor));
   return feeds;
 }
 
@@ -408,11 +418,16 @@ async function takeTensor(tensor) {
 
 /** Logits of the last position, as a fresh Float32Array(vocab_size). */
 async function lastRow(logitsTensor) {
-  const [, T, V] = logitsTensor.dims;
+  return (await lastRows(logitsTensor))[0];
+}
+
+/** Logits of the last position of every row of the batch, each a fresh Float32Array(vocab_size). */
+async function lastRows(logitsTensor) {
+  const [B, T, V] = logitsTensor.dims; // (B, T, V)
   const all = await logitsTensor.getData();
-  const row = all.slice((T - 1) * V, T * V);
+  const rows = Array.from({ length: B }, (_, b) => all.slice((b * T + T - 1) * V, (b * T + T) * V));
   logitsTensor.dispose?.();
-  return row;
+  return rows;
 }
 
 /**
@@ -556,6 +571,99 @@ async function generate({ id, ids, options = {} }) {
 }
 
 /**
+ * The key-value cache for the next step of a beam search: row i holds the cache of old row
+ * `rows[i]` (the beam that the new row i extends). A cache already in that order is used as it
+ * is; otherwise each tensor is copied out, its rows gathered, and fed back in (from the GPU too).
+ * @param {object[]} present the last run's present.{i}.key/value, each (B, nh, P, hd)
+ * @param {number[]} rows the old row of each new row
+ */
+async function reorderCache(present, rows) {
+  if (rows.length === present[0].dims[0] && rows.every((row, i) => row === i)) return present;
+  return Promise.all(
+    present.map(async (tensor) => {
+      const [B, ...rest] = tensor.dims; // (B, nh, P, hd)
+      const data = await tensor.getData();
+      const size = data.length / B; // one row's cache
+      const gathered = new Float32Array(rows.length * size);
+      rows.forEach((row, i) => gathered.set(data.subarray(row * size, (row + 1) * size), i * size));
+      if (tensor.location === "gpu-buffer") tensor.dispose();
+      return new ort.Tensor("float32", gathered, [rows.length, ...rest]);
+    }),
+  );
+}
+
+/** Free the GPU buffers among `tensors` (a CPU tensor is left to the garbage collector). */
+function releaseGpu(tensors) {
+  for (const tensor of tensors || []) if (tensor.location === "gpu-buffer") tensor.dispose();
+}
+
+/**
+ * Beam search (beam.js decides, this runs the model): one prefill over the prompt, then one
+ * step per new token that runs every beam as one batch, with the cache reordered by beam.
+ * Each step is streamed as a "token" message: its candidates, the beams that run on and the
+ * finished hypotheses so far.
+ */
+async function beam({ id, ids, options = {} }) {
+  const { config, session, presentNames, variant } = requireModel();
+  if (model.inspect) throw tagged(`The ${variant} model was loaded with its inspect graph; beam search needs a model loaded without it.`, "outputs");
+  checkPrompt(ids, config);
+  let checked;
+  try {
+    checked = checkBeamOptions(options, { promptTokens: ids.length, contextLimit: config.n_positions, vocabSize: config.vocab_size, eos: config.eos_token_id });
+  } catch (err) {
+    throw tagged(err.message, err.field === "context" ? "context" : "input");
+  }
+  const search = new BeamSearch(checked);
+  const started = performance.now();
+  let out = await exclusive(() => session.run(batchFeeds([ids], 0, null), ["logits", ...presentNames]));
+  let present = presentNames.map((name) => out[name]);
+  let rows = await lastRows(out.logits); // one row: every beam starts as the prompt
+  const prefillMs = performance.now() - started;
+  let reason = null;
+  try {
+    for (;;) {
+      const step = search.advance(rows);
+      self.postMessage({
+        type: "token",
+        target: id,
+        token: { ...step, beams: search.beams(), finished: search.hypotheses(), elapsedMs: performance.now() - started },
+      });
+      if (step.done) {
+        reason = search.ending;
+        break;
+      }
+      await yieldToEvents();
+      if (stopped.has(id)) {
+        reason = BEAM_ENDINGS.stopped;
+        break;
+      }
+      const past = await reorderCache(present, step.rows);
+      const next = step.kept.map((c) => [step.tokens[c]]); // (nb, 1)
+      out = await exclusive(() => session.run(batchFeeds(next, ids.length + step.index, past), ["logits", ...presentNames]));
+      releaseGpu(past);
+      present = presentNames.map((name) => out[name]);
+      rows = await lastRows(out.logits);
+    }
+  } finally {
+    releaseGpu(present);
+    stopped.delete(id);
+  }
+  const totalMs = performance.now() - started;
+  return {
+    reason,
+    promptTokens: ids.length,
+    steps: search.step,
+    hypotheses: search.hypotheses(),
+    beams: search.beams(),
+    options: checked,
+    contextLimit: config.n_positions,
+    prefillMs,
+    totalMs,
+    stepMs: search.step > 1 ? (totalMs - prefillMs) / (search.step - 1) : null,
+  };
+}
+
+/**
  * One pass of the inspect graph over `ids` with the probes set (probe-feeds.js: name ->
  * Float32Array in the probe's shape without the batch axis; the others neutral). Returns the `want` outputs by name as
  * {data, dims} without the batch axis; with `lastOnly`, "logits" is the last position's row.
@@ -587,7 +695,7 @@ async function inspect({ ids, probes = {}, want = [], lastOnly = false }) {
   return result;
 }
 
-const handlers = { load, forward, generate, inspect };
+const handlers = { load, forward, generate, beam, inspect };
 
 function transferables(result) {
   const buffers = [];

@@ -64,40 +64,23 @@ export class ModelError extends Error {
 }
 
 /**
- * One streamed generation: an async iterator of tokens, plus `result` (a promise of
- * the run's summary) and `stop()`. Leaving a `for await` loop early also stops it.
+ * One streamed call to the worker: an async iterator of what it streams (each item through
+ * `transform`), plus `result` (a promise of the call's answer through `summarize`) and
+ * `stop()`. Leaving a `for await` loop early also stops it.
  */
-class GenerationRun {
-  constructor(channel, tokenizer, ids, options) {
-    this.tokenizer = tokenizer;
-    this.decoder = tokenizer.createDecoder();
+class StreamedRun {
+  constructor(channel, request, { transform, summarize }) {
     this.queue = [];
     this.waiting = null;
     this.done = false;
-    this.tokens = [];
     this.channel = channel;
-    const { id, promise } = channel.call({ type: "generate", ids, options }, (token) => this.push(token));
+    const { id, promise } = channel.call(request, (item) => this.deliver({ value: transform(item), done: false }));
     this.requestId = id;
-    /** Promise of {reason, message, seed, promptTokens, newTokens, tokensPerSecond, prefillMs, totalMs, tail}. */
-    this.result = promise.then((summary) => {
-      const tail = this.decoder.flush();
-      return { ...summary, tail, message: endMessage(summary) };
-    });
+    this.result = promise.then(summarize);
     this.result.then(
       () => this.finish(),
       (err) => this.finish(err),
     );
-  }
-
-  push(raw) {
-    const token = {
-      ...raw,
-      text: this.decoder.push(raw.id),
-      piece: this.tokenizer.tokenToString(raw.id),
-      top: raw.top.map((alt) => ({ ...alt, text: this.tokenizer.tokenToString(alt.id) })),
-    };
-    this.tokens.push(token);
-    this.deliver({ value: token, done: false });
   }
 
   finish(error) {
@@ -139,6 +122,84 @@ class GenerationRun {
     this.stop();
     await this.result.catch(() => {});
     return { value: undefined, done: true };
+  }
+}
+
+/**
+ * One streamed generation: an async iterator of tokens, plus `result` (a promise of
+ * the run's summary) and `stop()`.
+ */
+class GenerationRun extends StreamedRun {
+  constructor(channel, tokenizer, ids, options) {
+    const decoder = tokenizer.createDecoder();
+    const tokens = [];
+    super(
+      channel,
+      { type: "generate", ids, options },
+      {
+        transform: (raw) => {
+          const token = {
+            ...raw,
+            text: decoder.push(raw.id),
+            piece: tokenizer.tokenToString(raw.id),
+            top: raw.top.map((alt) => ({ ...alt, text: tokenizer.tokenToString(alt.id) })),
+          };
+          tokens.push(token);
+          return token;
+        },
+        /** {reason, message, seed, promptTokens, newTokens, tokensPerSecond, prefillMs, totalMs, tail} */
+        summarize: (summary) => ({ ...summary, tail: decoder.flush(), message: endMessage(summary) }),
+      },
+    );
+    this.tokens = tokens;
+  }
+}
+
+/**
+ * One streamed beam search: an async iterator of its steps, plus `result` and `stop()`.
+ * A step is beam.js's record with the text of every candidate's token (`pieces`), the beams
+ * that run on and the finished hypotheses, each with its `text`.
+ */
+class BeamRun extends StreamedRun {
+  constructor(channel, tokenizer, ids, options) {
+    const withText = (h) => ({ ...h, text: tokenizer.decode(h.tokens) });
+    super(
+      channel,
+      { type: "beam", ids, options },
+      {
+        transform: (step) => ({
+          ...step,
+          pieces: step.tokens.map((id) => tokenizer.tokenToString(id)),
+          beams: step.beams.map(withText),
+          finished: step.finished.map(withText),
+        }),
+        /** {reason, message, hypotheses, beams, steps, promptTokens, options, prefillMs, stepMs, totalMs} */
+        summarize: (summary) => ({
+          ...summary,
+          hypotheses: summary.hypotheses.map(withText),
+          beams: summary.beams.map(withText),
+          message: beamEndMessage(summary),
+        }),
+      },
+    );
+  }
+}
+
+/** The reader-facing sentence for how a beam search ended (beam.js BEAM_ENDINGS). */
+function beamEndMessage({ reason, steps, options }) {
+  const n = `${steps} step${steps === 1 ? "" : "s"}`;
+  const k = options.numBeams;
+  switch (reason) {
+    case "stopped":
+      return `Stopped after ${n}; the finished hypotheses so far are listed.`;
+    case "early":
+      return `Done after ${n}: ${k} hypotheses had finished, and early stopping ends the search there.`;
+    case "settled":
+      return `Done after ${n}: no running beam could still beat the worst of the ${k} finished hypotheses.`;
+    case "all-ended":
+      return `Done after ${n}: every candidate ended.`;
+    default:
+      return `Done: the length limit of ${n}.`;
   }
 }
 
@@ -213,9 +274,27 @@ class ModelHandle {
    *   decoded text this token completes (empty while a character is still incomplete)
    */
   generate(prompt, options = {}) {
-    let ids = typeof prompt === "string" ? this.tokenizer.encode(prompt) : Array.from(prompt);
-    if (ids.length === 0) ids = [this.info.config.eos_token_id];
-    return new GenerationRun(this.channel, this.tokenizer, ids, options);
+    return new GenerationRun(this.channel, this.tokenizer, this.promptIds(prompt), options);
+  }
+
+  /** Token ids of a prompt (text or ids); <|endoftext|> alone for an empty one. */
+  promptIds(prompt) {
+    const ids = typeof prompt === "string" ? this.tokenizer.encode(prompt) : Array.from(prompt);
+    return ids.length ? ids : [this.info.config.eos_token_id];
+  }
+
+  /**
+   * Beam search from a prompt, streamed step by step (beam.js has the rules: transformers'
+   * `generate(num_beams=...)`).
+   * @param {string|number[]} prompt text (or token ids); an empty prompt starts from <|endoftext|>
+   * @param {{numBeams?: number, maxNewTokens?: number, lengthPenalty?: number,
+   *   earlyStopping?: boolean|"never", eos?: number|null}} [options] defaults: 4 beams, 16 new tokens,
+   *   length penalty 1, no early stopping, the end token <|endoftext|> (null: none); limits in beam.js BEAM_LIMITS
+   * @returns {BeamRun} async iterator of steps {index, parents, tokens, pieces, logProbs, ended, kept,
+   *   rows, done, beams: [{tokens, text, logProb}], finished: [{tokens, text, score, logProb}], elapsedMs}
+   */
+  beamSearch(prompt, options = {}) {
+    return new BeamRun(this.channel, this.tokenizer, this.promptIds(prompt), options);
   }
 
   /** End the worker and free its memory; a later loadModel starts afresh. */

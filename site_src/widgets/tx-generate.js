@@ -155,26 +155,16 @@ class TxGenerate extends Widget {
   }
 
   /** Load (or reuse) the model for the chosen backend and show where it runs. */
-  async load() {
-    this.generation++; // a load for another backend still on its way is dropped
-    const stale = this.staleCheck();
-    this.$(".go").disabled = true;
-    try {
-      const model = await this.useModel({ backend: this.$("select").value });
-      if (!model) return;
-      this.input("maxNewTokens").max = String(model.info.config.n_positions);
-      this.input("topK").max = String(model.info.config.vocab_size);
-      if (this.dataset.running === "true") return;
-      this.$(".go").disabled = false;
-      const where = model.info.backendNote ? `${model.info.backendNote} ` : "";
-      this.settings();
-      this.showReady(`${where}Ready: press Generate (or Ctrl+Enter in the prompt).`);
-    } catch (err) {
-      if (stale()) return;
-      if (err instanceof InputError) return this.showError(err);
-      this.model = null;
-      this.showError(err, { retry: () => this.load() });
-    }
+  load() {
+    return this.loadForRuns(
+      this.$("select").value,
+      (model) => {
+        this.input("maxNewTokens").max = String(model.info.config.n_positions);
+        this.input("topK").max = String(model.info.config.vocab_size);
+        this.settings();
+      },
+      "Ready: press Generate (or Ctrl+Enter in the prompt).",
+    );
   }
 
   /** The Generate button (and Ctrl+Enter): a run, unless one is running. */

@@ -185,3 +185,17 @@ def add_variant_widget(p, tag: str, variant: str, place: str) -> str:
         variant,
     )
     return f"{tag}#exact"
+
+
+def model_widget_ready(p, selector: str, timeout: int = 120_000):
+    """Wait until the model widget at `selector` has loaded its model (or failed); assert it is
+    ready and return its locator."""
+    p.wait_for_function(
+        "(sel) => { const el = document.querySelector(sel);"
+        " return el && (el.dataset.state === 'ready' || el.dataset.state === 'error') && el.dataset.backend; }",
+        arg=selector,
+        timeout=timeout,
+    )
+    widget = p.locator(selector)
+    assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
+    return widget

@@ -1,7 +1,8 @@
 """The phenomena the book's pages describe, as the widgets show them on the book's own model.
 
 Runs where the site was built from ``book`` (``make site``, ``make test``): the logit lens
-converges to the output, the generator's greedy text is not one token repeated, the
+converges to the output, the generator's greedy text is not one token repeated, beam search
+repeats a phrase and follows its length penalty, the
 next-token widget ranks the true next token of the book's held-out prose in its top 10 far more
 often than chance, and the induction widget shows what its page's note says of this model, which did not learn to copy
 (no head near an induction head, a second copy as costly as the first). The thresholds are
@@ -11,6 +12,7 @@ they are read off what the reader sees.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -20,6 +22,8 @@ from model_export import corpus, train
 from model_export.weights import BOOK_MODEL_DIR
 from served import manifest
 from widget_checks import grid_values, settle
+
+PERIOD = 13  # "." in GPT-2's vocabulary
 
 pytestmark = [
     pytest.mark.browser,
@@ -88,3 +92,27 @@ def test_the_next_token_widget_ranks_the_books_next_word_in_its_top_10(tab):
         assert len(shown) == 10
         hits.append(int(held_out[1 + k]) in shown)
     assert sum(hits) >= 2, hits  # chance: 6 × 10 / 50,257 ≈ 0.001 hits
+
+
+def test_beam_search_on_its_page_repeats_itself_and_the_length_penalty_moves_the_winner(tab):
+    """What the beam-search page tells the reader to look for, on the page's own widget: with
+    several beams the best hypothesis repeats a phrase; a length penalty of −1 crowns a short
+    hypothesis ended by a full stop, and 2 a hypothesis at least as long as at 1."""
+    p = tab.visit("decoding/beam-search/")
+    widget = ready(p, "tx-beam-search")
+
+    def best_with(penalty):
+        widget.locator('[name="lengthPenalty"]').fill(str(penalty))
+        runs = int(widget.get_attribute("data-runs"))
+        widget.locator("button.go").click()
+        p.wait_for_function(f"() => Number(document.querySelector('tx-beam-search').dataset.runs) > {runs}", timeout=120_000)
+        assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
+        return json.loads(widget.get_attribute("data-hypotheses"))[0]["tokens"]
+
+    plain = best_with(1)
+    trigrams = [tuple(plain[i : i + 3]) for i in range(len(plain) - 2)]
+    assert len(set(trigrams)) < len(trigrams), widget.locator(".hyps li").first.inner_text()  # a phrase comes back
+    short = best_with(-1)
+    assert short[-1] == PERIOD and len(short) < len(plain), (short, plain)
+    long = best_with(2)
+    assert len(long) >= len(plain), (long, plain)

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from generate_reference import ServedGraph, add_variant_widget, exact_variant, graph_path
+from generate_reference import ServedGraph, add_variant_widget, exact_variant, graph_path, model_widget_ready
 from served import manifest, model_dir
 
 pytestmark = pytest.mark.browser
@@ -44,18 +44,6 @@ def reference(variant_name: str) -> ServedGraph:
 def add_exact_widget(p, backend):
     """Append a <tx-generate variant=...> that loads a variant onnxruntime reproduces exactly."""
     return add_variant_widget(p, "tx-generate", exact_variant(manifest(), backend), "document.querySelector('article').append(el)")
-
-
-def widget_ready(p, selector=PAGE_WIDGET, timeout=120_000):
-    p.wait_for_function(
-        "(sel) => { const el = document.querySelector(sel);"
-        " return el && (el.dataset.state === 'ready' || el.dataset.state === 'error') && el.dataset.backend; }",
-        arg=selector,
-        timeout=timeout,
-    )
-    widget = p.locator(selector)
-    assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
-    return widget
 
 
 def settings(widget, **values):
@@ -96,8 +84,8 @@ def check_run(p, widget, tokenizer, *, prompt, temperature, top_k, top_p, seed, 
 
 def test_wasm_greedy_and_seeded_sampling_match_the_reference(tab, tokenizer):
     p = tab.visit(PAGE)
-    widget_ready(p)  # the page's own widget, with the default variant
-    widget = widget_ready(p, add_exact_widget(p, "wasm"))
+    model_widget_ready(p, PAGE_WIDGET)  # the page's own widget, with the default variant
+    widget = model_widget_ready(p, add_exact_widget(p, "wasm"))
     assert widget.get_attribute("data-backend") == "wasm"
     badge = widget.locator(".badge").inner_text()
     threads = p.evaluate("navigator.hardwareConcurrency")
@@ -122,8 +110,8 @@ def test_webgpu_greedy_and_seeded_sampling_match_the_reference(webgpu_page, toke
     assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), (
         "this Chromium offers no WebGPU adapter even with --enable-unsafe-webgpu"
     )
-    widget_ready(p, timeout=240_000)
-    widget = widget_ready(p, add_exact_widget(p, "webgpu"), timeout=240_000)
+    model_widget_ready(p, PAGE_WIDGET, timeout=240_000)
+    widget = model_widget_ready(p, add_exact_widget(p, "webgpu"), timeout=240_000)
     assert widget.get_attribute("data-backend") == "webgpu"
     assert "WebGPU" in widget.locator(".badge").inner_text()
     # WebGPU here is SwiftShader on the CPU (2 to 3 s per decoding step): short runs, which still
@@ -134,7 +122,7 @@ def test_webgpu_greedy_and_seeded_sampling_match_the_reference(webgpu_page, toke
 
 def test_stop_alternatives_keyboard_and_settings_messages(tab):
     p = tab.visit(PAGE)
-    widget = widget_ready(p)
+    widget = model_widget_ready(p, PAGE_WIDGET)
     n_positions = manifest()["config"]["n_positions"]
 
     # Stop: a long run ends early when the reader presses Stop.
@@ -180,7 +168,7 @@ def test_stop_alternatives_keyboard_and_settings_messages(tab):
 
 def test_context_limit_messages(tab, tokenizer):
     p = tab.visit(PAGE)
-    widget = widget_ready(p)
+    widget = model_widget_ready(p, PAGE_WIDGET)
     n_positions = manifest()["config"]["n_positions"]
 
     # A prompt longer than the context: a message, no crash.
@@ -220,7 +208,7 @@ def test_missing_model_file_shows_retry_button(page):
 
     broken["on"] = False
     retry.click()
-    widget = widget_ready(p)
+    widget = model_widget_ready(p, PAGE_WIDGET)
     assert retry.is_hidden()
     settings(widget, max_new_tokens=4, temperature=0)
     ids, _ = generate(p, widget)
