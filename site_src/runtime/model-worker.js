@@ -8,7 +8,8 @@
  *    variant?, threads?, needs?, download?, tuning?, memory?: {check, deviceGB}}   (tuning.js, memory.js)
  *   {id, type: "forward", ids, attentions?, hiddenStates?, allPositions?}
  *   {id, type: "inspect", ids, probes?, want, lastOnly?}   (a model loaded with needs ["inspect"])
- *   {id, type: "generate", ids, options}      (streams "token" messages, then answers)
+ *   {id, type: "generate", ids, options}      (streams "token" messages, then answers; options.schema:
+ *                                             guided by a JSON Schema, grammar.js and token-mask.js)
  *   {id, type: "beam", ids, options}          (beam search, beam.js: streams one "token" message a step, then answers)
  *   {type: "stop", target}                    (ends the generation with that id)
  * Messages out:
@@ -37,6 +38,9 @@ import { missingManifestField, rankVariants, variantFiles, variantOutputs, outpu
 import { probeFeeds } from "./probe-feeds.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { BeamSearch, BEAM_ENDINGS, checkBeamOptions } from "./beam.js";
+import { SchemaError, compileSchema } from "./grammar.js";
+import { TokenMask, VocabularyTrie } from "./token-mask.js";
+import { GPT2Tokenizer } from "./tokenizer.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
 import { sessionOptions, withTuning } from "./tuning.js";
 
@@ -303,6 +307,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     vocab: decoder.decode(fetched.files.get(tokenizerFiles[0].path)),
     merges: decoder.decode(fetched.files.get(tokenizerFiles[1].path)),
   };
+  model.tokenizerText = tokenizer; // for guided decoding's vocabulary trie, built on first use
   fetched.files.clear();
   return {
     name: manifest.name,
@@ -493,7 +498,63 @@ function checkGeneration(options, config) {
   if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) throw tagged(`The seed must be a whole number from 0 to ${MAX_SEED}, got ${seed}.`, "input");
   const alternatives = options.alternatives ?? 5;
   if (!Number.isInteger(alternatives) || alternatives < 0 || alternatives > 100) throw tagged("Alternatives must be a whole number from 0 to 100.", "input");
-  return { sampling, maxNewTokens, seed, alternatives, stopAtEos: options.stopAtEos ?? true };
+  return { sampling, maxNewTokens, seed, alternatives, stopAtEos: options.stopAtEos ?? true, guide: guideFor(options.schema) };
+}
+
+/** The vocabulary as a trie of token bytes (token-mask.js), built once per model. */
+function vocabularyTrie() {
+  if (!model.trie) {
+    const { vocab, merges } = model.tokenizerText;
+    const tokenizer = new GPT2Tokenizer(JSON.parse(vocab), merges);
+    model.trie = new VocabularyTrie((id) => tokenizer.tokenBytes(id), model.config.vocab_size, [model.config.eos_token_id]);
+  }
+  return model.trie;
+}
+
+/** A JSON Schema's grammar and token mask, or null without a schema. */
+function guideFor(schema) {
+  if (schema === undefined || schema === null) return null;
+  let grammar;
+  try {
+    grammar = compileSchema(schema);
+  } catch (err) {
+    if (err instanceof SchemaError) throw tagged(err.message, "input");
+    throw err;
+  }
+  return { grammar, mask: new TokenMask(grammar, vocabularyTrie()), state: grammar.start };
+}
+
+/** Refuse a guided generation whose token limit could cut its JSON short. */
+function checkRoom(guide, limit) {
+  const shortest = guide.grammar.bytesToEnd[guide.grammar.start];
+  if (shortest > limit) {
+    throw tagged(
+      `The shortest JSON this schema allows is ${shortest} characters; allow at least ${shortest} new tokens so that it can always be finished.`,
+      "input",
+    );
+  }
+}
+
+/**
+ * Apply the guide to a step's logits: every token the grammar does not allow (or that would
+ * leave too few tokens to finish) gets -Infinity. Returns the masked logits and what the mask
+ * did: tokens allowed, probability removed, the model's favourite token when the mask removed it.
+ */
+function guideStep(guide, logits, tokensLeft, seen, eos) {
+  const started = performance.now();
+  const { ids, next } = guide.mask.allowedWithin(guide.state, tokensLeft);
+  if (guide.grammar.accepts(guide.state)) (ids.push(eos), next.push(guide.state)); // a complete text may end here
+  const masked = new Float32Array(logits.length).fill(-Infinity);
+  let kept = 0;
+  for (const id of ids) {
+    masked[id] = logits[id];
+    kept += seen.prob(id);
+  }
+  const first = seen.top[0]; // the model's own favourite
+  const blocked = masked[first.id] === -Infinity ? first : null;
+  guide.nextOf = new Map(ids.map((id, i) => [id, next[i]]));
+  const allowedAny = guide.mask.allowed(guide.state).ids.length; // before the length budget, without the end
+  return { masked, view: { allowed: ids.length, allowedAny, removed: Math.max(0, 1 - kept), blocked, maskMs: performance.now() - started } };
 }
 
 /**
@@ -503,12 +564,13 @@ function checkGeneration(options, config) {
 async function generate({ id, ids, options = {} }) {
   const { config } = requireModel();
   checkPrompt(ids, config);
-  const { sampling, maxNewTokens, seed, alternatives, stopAtEos } = checkGeneration(options, config);
+  const { sampling, maxNewTokens, seed, alternatives, stopAtEos, guide } = checkGeneration(options, config);
   const room = config.n_positions - ids.length;
   if (room === 0) {
     throw tagged(`The prompt fills the whole context of ${config.n_positions} tokens, so there is no room for a new one. Shorten it.`, "context");
   }
   const limit = Math.min(maxNewTokens, room);
+  if (guide) checkRoom(guide, limit);
   const rng = new Rng(seed);
   const started = performance.now();
   let { logits, present } = await step(ids, 0, null); // prefill: the whole prompt at once
@@ -522,8 +584,13 @@ async function generate({ id, ids, options = {} }) {
         reason = "stopped";
         break;
       }
-      const pick = sampleToken(logits, sampling, rng);
-      const seen = summarize(logits, alternatives);
+      const seen = summarize(logits, Math.max(alternatives, guide ? 1 : 0));
+      const guided = guide ? guideStep(guide, logits, limit - n - 1, seen, config.eos_token_id) : null;
+      const pick = sampleToken(guided ? guided.masked : logits, sampling, rng);
+      if (guided && pick.id === config.eos_token_id) {
+        reason = "complete"; // the JSON was complete and the model chose to end it there
+        break;
+      }
       const now = performance.now();
       if (n === 0) firstTokenAt = now;
       count = n + 1;
@@ -536,11 +603,19 @@ async function generate({ id, ids, options = {} }) {
           prob: seen.prob(pick.id),
           sampleProb: pick.sampleProb,
           candidates: pick.candidates,
-          top: seen.top,
+          top: seen.top.slice(0, alternatives),
+          ...(guided && { guide: guided.view }),
           elapsedMs: now - started,
           tokensPerSecond: n > 0 ? n / ((now - firstTokenAt) / 1000) : null,
         },
       });
+      if (guide) {
+        guide.state = guide.nextOf.get(pick.id);
+        if (guide.grammar.accepts(guide.state) && guide.mask.allowed(guide.state).ids.length === 0) {
+          reason = "complete"; // the JSON is finished (and nothing may follow it)
+          break;
+        }
+      }
       if (stopAtEos && pick.id === config.eos_token_id) {
         reason = "eos";
         break;

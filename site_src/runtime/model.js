@@ -144,6 +144,7 @@ class GenerationRun extends StreamedRun {
             piece: tokenizer.tokenToString(raw.id),
             top: raw.top.map((alt) => ({ ...alt, text: tokenizer.tokenToString(alt.id) })),
           };
+          if (raw.guide?.blocked) token.guide = { ...raw.guide, blocked: { ...raw.guide.blocked, text: tokenizer.tokenToString(raw.guide.blocked.id) } };
           tokens.push(token);
           return token;
         },
@@ -211,6 +212,8 @@ function endMessage({ reason, newTokens, contextLimit }) {
       return `Stopped after ${n}.`;
     case "eos":
       return `The model wrote <|endoftext|> after ${n}: it considers the text finished.`;
+    case "complete":
+      return `The JSON is complete after ${n}.`;
     case "context":
       return `Stopped at the context limit after ${n}: this model reads at most ${contextLimit} tokens, prompt included.`;
     default:
@@ -264,14 +267,18 @@ class ModelHandle {
    * Generate a continuation, streamed token by token.
    * @param {string|number[]} prompt text (or token ids); an empty prompt starts from <|endoftext|>
    * @param {{maxNewTokens?: number, temperature?: number, topK?: number, topP?: number,
-   *   seed?: number, alternatives?: number, stopAtEos?: boolean}} [options]
+   *   seed?: number, alternatives?: number, stopAtEos?: boolean, schema?: object}} [options]
    *   defaults: 32 new tokens, temperature 1 (0 = greedy), top-k 0 and top-p 1 (off),
    *   a random seed (reported in the result), 5 alternatives, stop at <|endoftext|>
    * @returns {GenerationRun} async iterator of tokens
    *   {index, id, text, piece, prob, sampleProb, candidates, top: [{id, text, prob}], elapsedMs, tokensPerSecond}:
    *   `prob` and `top` come from the model's own distribution (temperature 1, unfiltered),
    *   `sampleProb` from the distribution the token was drawn from; `text` is the
-   *   decoded text this token completes (empty while a character is still incomplete)
+   *   decoded text this token completes (empty while a character is still incomplete).
+   *   With `schema` (a JSON Schema, grammar.js's subset) the text is guided: each step's tokens are
+   *   masked to those that keep it a prefix of a JSON text the schema allows, and each token has
+   *   `guide`: {allowed, allowedAny, removed, blocked: {id, prob, text}|null, maskMs} (`allowedAny`:
+   *   before the length budget and the end of text); the run ends "complete"
    */
   generate(prompt, options = {}) {
     return new GenerationRun(this.channel, this.tokenizer, this.promptIds(prompt), options);

@@ -8,6 +8,11 @@
 /** The text box of the widgets that read a prompt (the inspect widgets and next-token). */
 export const PROMPT_FIELD = `<label class="prompt">Your text <textarea name="prompt" rows="2" spellcheck="false"></textarea></label>`;
 
+/** The select that chooses where a model widget runs (`name="backend"`). */
+export const BACKEND_FIELD = `<label>Run on <select name="backend">
+  <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
+</select></label>`;
+
 /**
  * A control's starting values from the element's attributes: each key of `defaults` read from
  * the attribute of that name with dashes for underscores (`beam_width` from `beam-width`), else

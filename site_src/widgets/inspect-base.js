@@ -10,7 +10,7 @@
  * Common attributes: `backend` ("auto", "webgpu", "wasm"), `model`, `variant`.
  * @module widgets/inspect-base
  */
-import { PROMPT_FIELD, escapeHtml, formatProb, visible } from "./base.js";
+import { BACKEND_FIELD, PROMPT_FIELD, escapeHtml, formatProb, visible } from "./base.js";
 import { readState, writeState } from "./url-state.js";
 import { Widget } from "./widget.js";
 
@@ -61,9 +61,7 @@ export class TxInspect extends Widget {
     return `
       <div class="title">${this.constructor.heading} <span class="badge" title="Where the model runs"></span></div>
       <div class="row">
-        <label>Run on <select name="backend">
-          <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
-        </select></label>
+        ${BACKEND_FIELD}
         <button type="button" class="cancel" hidden>Cancel</button>
       </div>
       ${this.constructor.stateNames.includes("prompt") ? PROMPT_FIELD : ""}

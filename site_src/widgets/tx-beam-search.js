@@ -23,9 +23,10 @@
  * ("kept", "finished", "ended" or "pruned").
  */
 import { BEAM_LIMITS } from "../runtime/beam.js";
-import { attributeValues, escapeHtml, visible } from "./base.js";
+import { BACKEND_FIELD, attributeValues, escapeHtml, visible } from "./base.js";
 import { parseInteger, parseNumber, parseSelect } from "./inputs.js";
-import { Widget, define } from "./widget.js";
+import { RunWidget } from "./run-widget.js";
+import { define } from "./widget.js";
 
 const END_TOKENS = { endoftext: "<|endoftext|>", period: "a full stop “.”", none: "none (every beam runs to the limit)" };
 const EARLY = { false: false, true: true, never: "never" };
@@ -39,6 +40,7 @@ const FATES = {
 };
 
 const STYLE = `
+  .title { display: flow-root; } /* holds the floating badge */
   .buttons button { font: inherit; padding: 0.25em 0.9em; }
   .rate { color: var(--tx-muted); font-variant-numeric: tabular-nums; }
   .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 18.5em), 1fr)); gap: 0.4em 1.2em; margin: 0.5em 0; }
@@ -72,7 +74,7 @@ const STYLE = `
   .notices { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
 `;
 
-class TxBeamSearch extends Widget {
+class TxBeamSearch extends RunWidget {
   template() {
     const { maxBeams, maxNewTokens, minLengthPenalty, maxLengthPenalty } = BEAM_LIMITS;
     const options = (table) =>
@@ -93,9 +95,7 @@ class TxBeamSearch extends Widget {
         <label>Length penalty <input name="lengthPenalty" type="number" min="${minLengthPenalty}" max="${maxLengthPenalty}" step="0.25" inputmode="decimal"></label>
         <label>Early stopping <select name="earlyStopping">${options({ false: "no", true: "yes", never: "never" })}</select></label>
         <label>A hypothesis ends at <select name="endToken">${options(END_TOKENS)}</select></label>
-        <label>Run on <select name="backend">
-          <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
-        </select></label>
+        ${BACKEND_FIELD}
       </div>
       <p class="plan" aria-live="polite"></p>
       <div class="row buttons">
@@ -130,52 +130,11 @@ class TxBeamSearch extends Widget {
     this.field("earlyStopping").value = start.early_stopping;
     this.field("endToken").value = start.end_token;
     this.field("backend").value = start.backend;
-    this.dataset.runs = "0";
-    this.dataset.running = "false";
-    this.$(".go").addEventListener("click", () => this.search());
-    this.$(".stop").addEventListener("click", () => this.run?.stop());
-    this.field("backend").addEventListener("change", () => this.load());
-    this.field("prompt").addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-        event.preventDefault();
-        this.search();
-      }
+    this.wireRuns({
+      settings: ["beams", "maxNewTokens", "lengthPenalty", "earlyStopping", "endToken"],
+      readyLine: "Ready: press Search (or Ctrl+Enter in the prompt).",
     });
-    this.host.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.run) this.run.stop();
-    });
-    for (const name of ["beams", "maxNewTokens", "lengthPenalty", "earlyStopping", "endToken"]) {
-      const field = this.field(name);
-      field.addEventListener(field.tagName === "SELECT" ? "change" : "input", () => this.settingsChanged());
-    }
     this.settingsChanged(); // the plan, or what is wrong with an attribute
-  }
-
-  /** Load the model; the reader starts a search. */
-  start() {
-    this.load();
-  }
-
-  unmount() {
-    this.run?.stop();
-  }
-
-  /** Load (or reuse) the model for the chosen backend and show where it runs. */
-  load() {
-    return this.loadForRuns(this.field("backend").value, () => this.describe(this.options()), "Ready: press Search (or Ctrl+Enter in the prompt).");
-  }
-
-  /** The Search button (and Ctrl+Enter): a search, unless one is running. */
-  search() {
-    if (this.dataset.running !== "true") this.update();
-  }
-
-  rerun() {
-    return this.model ? this.update() : this.load();
-  }
-
-  modelLost() {
-    this.$(".go").disabled = true;
   }
 
   /**
@@ -184,30 +143,14 @@ class TxBeamSearch extends Widget {
    */
   options() {
     const { maxBeams, maxNewTokens, minLengthPenalty, maxLengthPenalty } = BEAM_LIMITS;
-    const fields = ["beams", "maxNewTokens", "lengthPenalty", "earlyStopping", "endToken"];
-    const read = {
+    const values = this.fieldValues({
       beams: () => parseInteger(this.field("beams").value, { label: "The number of beams", name: "beams", min: 1, max: maxBeams }),
       maxNewTokens: () => parseInteger(this.field("maxNewTokens").value, { label: "Max new tokens", name: "maxNewTokens", min: 1, max: maxNewTokens }),
       lengthPenalty: () =>
         parseNumber(this.field("lengthPenalty").value, { label: "The length penalty", name: "lengthPenalty", min: minLengthPenalty, max: maxLengthPenalty }),
       earlyStopping: () => parseSelect(this.field("earlyStopping"), { label: "Early stopping" }),
       endToken: () => parseSelect(this.field("endToken"), { label: "The end of a hypothesis" }),
-    };
-    const values = {};
-    let problem = null;
-    for (const name of fields) {
-      try {
-        values[name] = read[name]();
-        this.field(name).setAttribute("aria-invalid", "false");
-      } catch (err) {
-        this.field(name).setAttribute("aria-invalid", "true");
-        problem ??= err;
-      }
-    }
-    if (problem) {
-      this.$(".go").disabled = true;
-      throw problem;
-    }
+    });
     return {
       numBeams: values.beams,
       maxNewTokens: values.maxNewTokens,
@@ -215,19 +158,6 @@ class TxBeamSearch extends Widget {
       earlyStopping: EARLY[values.earlyStopping],
       endToken: values.endToken,
     };
-  }
-
-  /** A setting was edited: say what is wrong with it, or that Search may run again. */
-  settingsChanged() {
-    try {
-      this.describe(this.options());
-    } catch (err) {
-      if (this.dataset.state !== "loading") this.showError(err);
-      return;
-    }
-    if (!this.model || this.dataset.running === "true") return;
-    if (this.dataset.state === "error") this.showReady("Ready: press Search.");
-    this.$(".go").disabled = false;
   }
 
   request() {
@@ -260,33 +190,18 @@ class TxBeamSearch extends Widget {
     const model = this.model || (await this.useModel({ backend: this.field("backend").value }));
     if (!model) return null;
     this.clear();
-    this.dataset.running = "true";
-    this.$(".go").disabled = true;
-    this.$(".stop").disabled = false;
-    this.field("backend").disabled = true;
     this.showProgress(prompt ? "Reading the prompt…" : "Empty prompt: starting from <|endoftext|>…");
     this.promptText = prompt;
-    let run;
-    try {
-      run = this.run = model.beamSearch(prompt, { ...options, eos: this.endTokenId(model, endToken) });
-      for await (const step of run) {
+    return this.whileRunning(async () => {
+      this.run = model.beamSearch(prompt, { ...options, eos: this.endTokenId(model, endToken) });
+      for await (const step of this.run) {
         this.drawStep(step, options.numBeams);
         this.drawLists(step.finished, step.beams);
         this.dataset.steps = String(step.index + 1);
         if (this.dataset.state !== "ready") this.showReady("Searching… (Stop or Esc ends it)");
       }
-      return await run.result;
-    } catch (err) {
-      this.dataset.reason = "error";
-      throw err;
-    } finally {
-      if (this.run === run) this.run = null;
-      this.dataset.running = "false";
-      this.dataset.runs = String(Number(this.dataset.runs) + 1);
-      this.$(".stop").disabled = true;
-      this.field("backend").disabled = false;
-      this.$(".go").disabled = !this.model;
-    }
+      return this.run.result;
+    });
   }
 
   clear() {

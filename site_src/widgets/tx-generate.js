@@ -23,9 +23,10 @@
  * has `data-id`, `data-prob`, `data-sample-prob` and `data-top` (JSON [{id, prob}]).
  */
 import { MAX_SEED } from "../runtime/rng.js";
-import { escapeHtml, formatProb, visible } from "./base.js";
+import { BACKEND_FIELD, escapeHtml, formatProb, visible } from "./base.js";
 import { InputError } from "./inputs.js";
-import { Widget, define } from "./widget.js";
+import { RunWidget } from "./run-widget.js";
+import { define } from "./widget.js";
 
 /** Probability bands: lower bound, class, underline style named in the key. */
 const BANDS = [
@@ -71,13 +72,13 @@ const STYLE = `
   .notices { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 3px solid var(--tx-accent); }
 `;
 
-class TxGenerate extends Widget {
+class TxGenerate extends RunWidget {
   template() {
     const legend = BANDS.map((b) => `<span><span class="tok ${b.cls}">${b.label}</span> ${b.line}</span>`).join("");
     return `
       <style>${STYLE}</style>
       <div class="title">GPT-2 writes, one token at a time <span class="badge" title="Where the model runs"></span></div>
-      <label class="prompt">Prompt <textarea rows="2" spellcheck="false"></textarea></label>
+      <label class="prompt">Prompt <textarea name="prompt" rows="2" spellcheck="false"></textarea></label>
       <div class="row buttons">
         <button type="button" class="go">Generate</button>
         <button type="button" class="stop" disabled>Stop</button>
@@ -91,9 +92,7 @@ class TxGenerate extends Widget {
           <label>Top-k <input name="topK" type="number" min="0" step="1" inputmode="numeric"></label>
           <label>Top-p <input name="topP" type="number" min="0.01" max="1" step="0.01" inputmode="decimal"></label>
           <label>Seed <input name="seed" type="number" min="0" max="${MAX_SEED}" step="1" placeholder="random" inputmode="numeric"></label>
-          <label>Run on <select name="backend">
-            <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
-          </select></label>
+          ${BACKEND_FIELD}
         </div>
         <p class="hint">Temperature 0 is greedy decoding. Top-k 0 and top-p 1 switch those filters off.
           The same seed and settings give the same text again.</p>
@@ -115,24 +114,7 @@ class TxGenerate extends Widget {
     this.input("topP").value = attr("top-p", "0.95");
     this.input("seed").value = attr("seed", "");
     this.$("select").value = attr("backend", "auto");
-    this.dataset.runs = "0";
-    this.dataset.running = "false";
-
-    this.$(".go").addEventListener("click", () => this.generate());
-    this.$(".stop").addEventListener("click", () => this.stream?.stop());
-    this.$("select").addEventListener("change", () => this.load());
-    this.$("textarea").addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-        event.preventDefault();
-        this.generate();
-      }
-    });
-    this.host.addEventListener("keydown", (event) => {
-      if (event.key === "Escape" && this.stream) this.stream.stop();
-    });
-    for (const input of this.shadowRoot.querySelectorAll(".grid input")) {
-      input.addEventListener("input", () => this.settingsChanged());
-    }
+    this.wireRuns({ settings: ["maxNewTokens", "temperature", "topK", "topP", "seed"], readyLine: "Ready: press Generate (or Ctrl+Enter in the prompt)." });
     const output = this.$(".continuation");
     output.addEventListener("mouseover", (event) => this.showAlternatives(event.target.closest(".tok")));
     output.addEventListener("mouseleave", () => this.hideAlternatives());
@@ -141,51 +123,21 @@ class TxGenerate extends Widget {
     output.addEventListener("keydown", (event) => this.moveFocus(event));
   }
 
-  /** Load the model; the reader starts a run (`generate`). */
-  start() {
-    this.load();
-  }
-
-  unmount() {
-    this.stream?.stop();
-  }
-
   input(name) {
     return this.$(`.grid input[name="${name}"]`);
   }
 
-  /** Load (or reuse) the model for the chosen backend and show where it runs. */
-  load() {
-    return this.loadForRuns(
-      this.$("select").value,
-      (model) => {
-        this.input("maxNewTokens").max = String(model.info.config.n_positions);
-        this.input("topK").max = String(model.info.config.vocab_size);
-        this.settings();
-      },
-      "Ready: press Generate (or Ctrl+Enter in the prompt).",
-    );
-  }
-
-  /** The Generate button (and Ctrl+Enter): a run, unless one is running. */
-  generate() {
-    if (this.dataset.running !== "true") this.update();
-  }
-
-  /** After a fault: run again when the model is there, else load it. */
-  rerun() {
-    return this.model ? this.update() : this.load();
-  }
-
-  modelLost() {
-    this.$(".go").disabled = true;
+  /** The loaded model's limits on the fields. */
+  prepare(model) {
+    this.input("maxNewTokens").max = String(model.info.config.n_positions);
+    this.input("topK").max = String(model.info.config.vocab_size);
   }
 
   /**
    * The settings as `generate()` options, each field marked valid or not.
    * @throws {InputError} naming the first field that is not valid (Generate is then disabled)
    */
-  settings() {
+  options() {
     const limits = this.model?.info.config ?? { n_positions: Infinity, vocab_size: Infinity };
     const checks = {
       maxNewTokens: (v) =>
@@ -198,44 +150,30 @@ class TxGenerate extends Widget {
           ? null
           : `The seed must be a whole number from 0 to ${MAX_SEED}, or empty for a random one.`,
     };
-    const options = {};
-    let problem = null;
-    for (const [name, check] of Object.entries(checks)) {
-      const field = this.input(name);
-      const text = field.value.trim();
-      const value = name === "seed" && text === "" ? null : text === "" ? NaN : Number(text);
-      const message = check(value);
-      field.setAttribute("aria-invalid", message ? "true" : "false");
-      if (message && !problem) problem = new InputError(message, name);
-      if (value !== null) options[name] = value;
-    }
-    if (problem) {
-      this.$(".go").disabled = true;
-      throw problem;
-    }
+    const readers = Object.fromEntries(
+      Object.entries(checks).map(([name, check]) => [
+        name,
+        () => {
+          const text = this.input(name).value.trim();
+          const value = name === "seed" && text === "" ? null : text === "" ? NaN : Number(text);
+          const message = check(value);
+          if (message) throw new InputError(message, name);
+          return value;
+        },
+      ]),
+    );
+    const options = this.fieldValues(readers);
+    if (options.seed === null) delete options.seed;
     return options;
   }
 
-  /** A setting was edited: say what is wrong with it, or that Generate may run again. */
-  settingsChanged() {
-    try {
-      this.settings();
-    } catch (err) {
-      if (this.dataset.state !== "loading") this.showError(err);
-      return;
-    }
-    if (!this.model || this.dataset.running === "true") return;
-    if (this.dataset.state === "error") this.showReady("Ready: press Generate.");
-    this.$(".go").disabled = false;
-  }
-
   request() {
-    return { prompt: this.$("textarea").value, options: this.settings() };
+    return { prompt: this.field("prompt").value, options: this.options() };
   }
 
   /** One run: each token drawn as it comes; the run's result (seed, reason, speed) at the end. */
   async compute({ prompt, options }) {
-    const model = this.model || (await this.useModel({ backend: this.$("select").value }));
+    const model = this.model || (await this.useModel({ backend: this.field("backend").value }));
     if (!model) return null;
     this.$(".given").textContent = prompt;
     const out = this.$(".continuation");
@@ -243,17 +181,12 @@ class TxGenerate extends Widget {
     this.hideAlternatives();
     delete this.dataset.reason;
     this.dataset.ids = "[]";
-    this.dataset.running = "true";
-    this.$(".go").disabled = true;
-    this.$(".stop").disabled = false;
-    this.$("select").disabled = true;
     this.$(".rate").textContent = "";
     this.showProgress(prompt ? "Reading the prompt…" : "Empty prompt: starting from <|endoftext|>…");
-    const ids = [];
-    let stream;
-    try {
-      stream = this.stream = model.generate(prompt, options);
-      for await (const token of stream) {
+    return this.whileRunning(async () => {
+      const ids = [];
+      this.run = model.generate(prompt, options);
+      for await (const token of this.run) {
         ids.push(token.id);
         this.dataset.ids = JSON.stringify(ids);
         out.insertAdjacentHTML("beforeend", this.tokenHtml(token));
@@ -261,18 +194,8 @@ class TxGenerate extends Widget {
         this.showRate(ids.length, token.tokensPerSecond);
         if (this.dataset.state !== "ready") this.showReady("Generating… (Stop or Esc ends it)");
       }
-      return await stream.result;
-    } catch (err) {
-      this.dataset.reason = "error";
-      throw err;
-    } finally {
-      if (this.stream === stream) this.stream = null;
-      this.dataset.running = "false";
-      this.dataset.runs = String(Number(this.dataset.runs) + 1);
-      this.$(".stop").disabled = true;
-      this.$("select").disabled = false;
-      this.$(".go").disabled = !this.model;
-    }
+      return this.run.result;
+    });
   }
 
   draw(result) {

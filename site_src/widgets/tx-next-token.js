@@ -14,7 +14,7 @@
  * its message and a Retry button; files already checked come from Cache Storage.
  */
 import { topK } from "../runtime/probs.js";
-import { PROMPT_FIELD, escapeHtml, formatProb, visible } from "./base.js";
+import { BACKEND_FIELD, PROMPT_FIELD, escapeHtml, formatProb, visible } from "./base.js";
 import { readState, writeState } from "./url-state.js";
 import { Widget, define } from "./widget.js";
 
@@ -26,9 +26,7 @@ class TxNextToken extends Widget {
       <div class="title">What comes next? <span class="badge" title="Where the model runs"></span></div>
       ${PROMPT_FIELD}
       <div class="row">
-        <label>Run on <select name="backend">
-          <option value="auto">best available</option><option value="webgpu">WebGPU</option><option value="wasm">WASM (CPU)</option>
-        </select></label>
+        ${BACKEND_FIELD}
         <span class="tokens" aria-label="Tokens"></span>
       </div>
       <p class="notices" role="note" hidden></p>

@@ -53,7 +53,6 @@
  */
 import { explain, isRetryable } from "../runtime/errors.js";
 import { formatBytes, modelBadge } from "./base.js";
-import { InputError } from "./inputs.js";
 
 const STYLESHEET = new URL("../styles/widgets.css", import.meta.url).href;
 
@@ -308,35 +307,6 @@ export class Widget {
     }
     this.showModel(model.info);
     return model;
-  }
-
-  /**
-   * For a widget whose reader starts each run with its `.go` button (a generation, a search):
-   * load (or reuse) the model for `backend` with the button disabled meanwhile, then
-   * `prepareRuns(model)` (e.g. read the settings; an `InputError` it throws is shown), enable
-   * the button and show `readyLine`. A failed load is shown with Retry, which loads again.
-   * @param {string} backend "auto", "webgpu" or "wasm"
-   * @param {(model: object) => void} prepareRuns
-   * @param {string} readyLine e.g. "Ready: press Generate."
-   */
-  async loadForRuns(backend, prepareRuns, readyLine) {
-    this.generation++; // a load for another backend still on its way is dropped
-    const stale = this.staleCheck();
-    const go = this.$(".go");
-    go.disabled = true;
-    try {
-      const model = await this.useModel({ backend });
-      if (!model || this.dataset.running === "true") return;
-      prepareRuns(model);
-      go.disabled = false;
-      const where = model.info.backendNote ? `${model.info.backendNote} ` : "";
-      this.showReady(`${where}${readyLine}`);
-    } catch (err) {
-      if (stale()) return;
-      if (err instanceof InputError) return this.showError(err);
-      this.model = null;
-      this.showError(err, { retry: () => this.loadForRuns(backend, prepareRuns, readyLine) });
-    }
   }
 
   /** Where the model runs, in the `.badge` and as data-backend / data-variant; its notices in `.notices`. */

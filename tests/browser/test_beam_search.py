@@ -20,6 +20,7 @@ from model_export.beam import beam_search
 from model_export.gpt2 import GPT2Config
 from model_export.runtime import OrtGPT2
 from served import manifest, model_dir
+from widget_checks import shown_text
 
 pytestmark = pytest.mark.browser
 
@@ -163,6 +164,7 @@ def test_limits_stop_and_a_phone(tab, tokenizer):
     assert width <= 375, f"the page is {width} px wide at 375 px"
     box = widget.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 375, box
-    text = widget.inner_text()
+    text = shown_text(widget)
+    assert "Finished hypotheses" in text
     for bad in ("undefined", "NaN", "[object", "null"):
         assert bad not in text, bad

@@ -116,3 +116,19 @@ def test_beam_search_on_its_page_repeats_itself_and_the_length_penalty_moves_the
     assert short[-1] == PERIOD and len(short) < len(plain), (short, plain)
     long = best_with(2)
     assert len(long) >= len(plain), (long, plain)
+
+
+def test_the_guided_json_widget_overrules_the_model_at_the_punctuation_not_in_strings(tab):
+    """The guided-JSON page says of the book's model: the mask removes nearly all of the
+    probability where the JSON's braces, keys, colons and commas must come, and little inside a
+    string, where almost every token is allowed."""
+    p = tab.visit("decoding/guided-json/")
+    widget = ready(p, "tx-guided-json")
+    runs = int(widget.get_attribute("data-runs"))
+    widget.locator("button.go").click()
+    p.wait_for_function(f"() => Number(document.querySelector('tx-guided-json').dataset.runs) > {runs}", timeout=120_000)
+    rows = widget.locator("tbody tr").evaluate_all("rows => rows.map(r => [+r.dataset.allowed, +r.dataset.removed])")
+    structure = [removed for allowed, removed in rows if allowed <= 10]  # a brace, a key, a colon, a comma
+    strings = [removed for allowed, removed in rows if allowed > 10_000]  # inside a string
+    assert len(structure) >= 5 and len(strings) >= 2, rows
+    assert np.mean(structure) > 0.9 and np.mean(strings) < 0.2, (np.mean(structure), np.mean(strings))

@@ -85,3 +85,8 @@ def grid_values(widget, name):
         values[r, c] = v
         ids[r, c] = int(i) if i is not None else -1
     return values, ids
+
+
+def shown_text(widget) -> str:
+    """The text a reader sees in a widget's shadow root (its styles left out)."""
+    return widget.evaluate("el => [...el.shadowRoot.children].filter((c) => c.tagName !== 'STYLE').map((c) => c.innerText).join('\\n')")
