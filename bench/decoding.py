@@ -2,7 +2,7 @@
 Chromium, through the same JS API the widgets use (``site_src/runtime/model.js``).
 
 On one model and variant (default: the model's WASM default), in one page, after a warm-up
-generation, every round runs each method once on the same 16-token prompt, in an order rotated
+generation, every round runs each method once on the same prompt, in an order rotated
 each round:
 
 * ``greedy``: ``generate`` at temperature 0, 32 new tokens, no end token;
@@ -80,7 +80,13 @@ def summarize(runs: list[dict], threads: int) -> list[dict]:
     for method in METHODS:
         mine = [r for r in runs if r["method"] == method]
         ratios = [r["step_ms"] / g["step_ms"] for r in mine for g in runs if g["method"] == "greedy" and g["round"] == r["round"]]
-        row = {"variant": method, "tuning": "site", "threads": threads, "step_ms": spread(r["step_ms"] for r in mine), "over_greedy": round(statistics.median(ratios), 2)}
+        row = {
+            "variant": method,
+            "tuning": "site",
+            "threads": threads,
+            "step_ms": spread(r["step_ms"] for r in mine),
+            "over_greedy": round(statistics.median(ratios), 2),
+        }
         if method == "guided":
             row["mask_ms"] = spread(r["mask_ms"] for r in mine)
             row["mask_first_ms"] = spread(r["mask_first_ms"] for r in mine)

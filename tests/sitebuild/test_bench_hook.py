@@ -174,3 +174,25 @@ def test_the_runtime_page_says_of_the_peer_what_peer_json_shows():
     assert "the peer's int8 file holds the least memory there" in text
     q8 = next(p for p in peers if p["dtype"] == "q8")
     assert q8["peak_memory_long_mb"] == min(r["peak_memory_long_mb"] for r in (site, *peers))
+
+
+def test_the_runtime_page_says_of_the_decoding_methods_what_decoding_json_shows():
+    """The prose of "Decoding methods, step by step": beam search's cost per step grows more
+    slowly than its number of beams (every round's ratio to greedy below k, rising with k), and
+    the mask of guided JSON costs a small part of a step once a state is known."""
+    text = " ".join((DOCS / "model/runtime.md").read_text().split())
+    report = json.loads((BENCH_RESULTS / "decoding.json").read_text())
+    assert "the cost grows more slowly than the number of beams" in text
+    assert report["repeat"] >= 3 and len({r["round"] for r in report["runs"]}) == report["repeat"]
+    rows = {r["variant"]: r for r in report["summary"]}
+    ratios = []
+    for k in (2, 4, 8):
+        mine = [r for r in report["runs"] if r["method"] == f"beam-{k}"]
+        per_round = [r["step_ms"] / next(g["step_ms"] for g in report["runs"] if g["method"] == "greedy" and g["round"] == r["round"]) for r in mine]
+        assert rows[f"beam-{k}"]["over_greedy"] == round(statistics.median(per_round), 2)
+        assert max(per_round) < k, (k, per_round)
+        ratios.append(rows[f"beam-{k}"]["over_greedy"])
+    assert ratios == sorted(ratios), ratios
+    guided = rows["guided"]
+    assert guided["mask_ms"]["max"] < 0.1 * rows["greedy"]["step_ms"]["median"]
+    assert all(r["reason"] == "complete" for r in report["runs"] if r["method"] == "guided")
