@@ -68,7 +68,8 @@ RUN = """async ([name, variant, threads, method, prompt, newTokens, schema]) => 
   const mask = [];
   for await (const token of run) if (token.guide) mask.push(token.guide.maskMs);
   const result = await run.result;
-  const out = { step_ms: (result.totalMs - result.prefillMs) / (result.newTokens - 1), steps: result.newTokens, prefill_ms: result.prefillMs, reason: result.reason, variant: model.info.variant };
+  const out = { step_ms: (result.totalMs - result.prefillMs) / (result.newTokens - 1), steps: result.newTokens,
+                prefill_ms: result.prefillMs, reason: result.reason, variant: model.info.variant };
   if (guided) Object.assign(out, { mask_ms: mask.slice().sort((a, b) => a - b)[Math.floor(mask.length / 2)], mask_first_ms: Math.max(...mask) });
   return out;
 }"""
