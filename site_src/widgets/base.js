@@ -67,3 +67,8 @@ export function formatProb(p) {
   const decimals = 1 - Math.floor(Math.log10(percent));
   return `${percent.toFixed(decimals)}%`;
 }
+
+/** A number with a true minus sign and `digits` decimals: −3.21 (a log-probability, a score). */
+export function signed(x, digits = 2) {
+  return x.toFixed(digits).replace(/^-/, "−");
+}

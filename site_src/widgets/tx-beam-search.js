@@ -23,7 +23,7 @@
  * ("kept", "finished", "ended" or "pruned").
  */
 import { BEAM_LIMITS } from "../runtime/beam.js";
-import { BACKEND_FIELD, attributeValues, escapeHtml, visible } from "./base.js";
+import { BACKEND_FIELD, attributeValues, escapeHtml, signed, visible } from "./base.js";
 import { parseInteger, parseNumber, parseSelect } from "./inputs.js";
 import { RunWidget } from "./run-widget.js";
 import { define } from "./widget.js";
@@ -258,11 +258,6 @@ class TxBeamSearch extends RunWidget {
       `<li role="list" aria-label="Step ${step.index + 1}"><span class="n">step ${step.index + 1}</span>${cells.join("")}</li>`,
     );
   }
-}
-
-/** A log-probability with a true minus sign, two decimals: "−3.21". */
-function signed(x) {
-  return x.toFixed(2).replace(/^-/, "−");
 }
 
 define("tx-beam-search", TxBeamSearch);

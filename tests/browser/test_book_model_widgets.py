@@ -132,3 +132,32 @@ def test_the_guided_json_widget_overrules_the_model_at_the_punctuation_not_in_st
     strings = [removed for allowed, removed in rows if allowed > 10_000]  # inside a string
     assert len(structure) >= 5 and len(strings) >= 2, rows
     assert np.mean(structure) > 0.9 and np.mean(strings) < 0.2, (np.mean(structure), np.mean(strings))
+
+
+def test_the_four_decoding_methods_land_where_the_overview_page_says(tab):
+    """The overview page, of its <tx-decode-compare> with the prompt it starts with: beam search
+    finds the most probable continuation and greedy the next; both are the most repetitive;
+    sampling is the least repetitive at a lower probability per token; the guided text is the
+    least probable. Another seed changes the sampled text only."""
+    p = tab.visit("decoding/overview/")
+    widget = ready(p, "tx-decode-compare")
+
+    def run():
+        runs = int(widget.get_attribute("data-runs"))
+        widget.locator("button.go").click()
+        p.wait_for_function(f"() => Number(document.querySelector('tx-decode-compare').dataset.runs) > {runs}", timeout=180_000)
+        assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
+        panels = widget.locator(".panel").evaluate_all(
+            "ps => ps.map(p => [p.dataset.method, JSON.parse(p.dataset.ids), +p.dataset.logProb, +p.dataset.distinct])"
+        )
+        return {method: {"ids": ids, "per_token": log_prob / len(ids), "sum": log_prob, "distinct": distinct} for method, ids, log_prob, distinct in panels}
+
+    first = run()
+    assert first["beam"]["sum"] > first["greedy"]["sum"] > first["sampling"]["sum"] > first["guided"]["sum"], first
+    assert first["sampling"]["per_token"] < first["greedy"]["per_token"]
+    assert first["sampling"]["distinct"] > max(first["greedy"]["distinct"], first["beam"]["distinct"], first["guided"]["distinct"])
+    assert max(first["greedy"]["distinct"], first["beam"]["distinct"]) < min(first["sampling"]["distinct"], first["guided"]["distinct"])
+    widget.locator('[name="seed"]').fill("2")
+    second = run()
+    assert second["sampling"]["ids"] != first["sampling"]["ids"]
+    assert all(second[m]["ids"] == first[m]["ids"] for m in ("greedy", "beam", "guided"))
