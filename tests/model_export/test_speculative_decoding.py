@@ -1,4 +1,6 @@
-"""model_export.speculative: speculative decoding keeps the target's output.
+"""model_export.speculative: speculative decoding keeps the target's output. (Not test_speculative.py:
+that basename is tests/demos' test of the lesson's demos.speculative, and pytest imports test
+modules by basename.)
 
 * Sampling: on two bigram models over 5 tokens (a draft that disagrees with the target), the
   3-token continuations of 20,000 speculative runs follow the target's exact distribution
