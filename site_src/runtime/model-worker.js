@@ -552,7 +552,7 @@ function guideStep(guide, logits, tokensLeft, seen, eos) {
   }
   const first = seen.top[0]; // the model's own favourite
   const blocked = masked[first.id] === -Infinity ? first : null;
-  guide.nextOf = new Map(ids.map((id, i) => [id, next[i]]));
+  guide.offered = { ids, next }; // the state after each; only the chosen token's is looked up
   const allowedAny = guide.mask.allowed(guide.state).ids.length; // before the length budget, without the end
   return { masked, view: { allowed: ids.length, allowedAny, removed: Math.max(0, 1 - kept), blocked, maskMs: performance.now() - started } };
 }
@@ -610,7 +610,7 @@ async function generate({ id, ids, options = {} }) {
         },
       });
       if (guide) {
-        guide.state = guide.nextOf.get(pick.id);
+        guide.state = guide.offered.next[guide.offered.ids.indexOf(pick.id)];
         if (guide.grammar.accepts(guide.state) && guide.mask.allowed(guide.state).ids.length === 0) {
           reason = "complete"; // the JSON is finished (and nothing may follow it)
           break;
