@@ -100,7 +100,10 @@ def test_the_search_is_the_references_token_for_token(tab, tokenizer, case):
         assert [c["parent"] for c in row] == step.parents.tolist()
         assert [c["logProb"] for c in row] == pytest.approx(step.log_probs.tolist(), abs=1e-4)
         kept = [i for i, c in enumerate(row) if c["fate"] == "kept"]
-        assert sorted(kept) == sorted(step.kept.tolist()) or step.ended.all()
+        assert sorted(kept) == sorted(step.kept.tolist())
+        beams = options["num_beams"]
+        fates = ["kept" if i in step.kept else ("finished" if i < beams else "ended") if step.ended[i] else "pruned" for i in range(len(row))]
+        assert [c["fate"] for c in row] == fates
 
     # What the reader reads: each hypothesis as text after the prompt, with its score's sum.
     items = widget.locator(".hyps li")
