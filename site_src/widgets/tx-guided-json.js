@@ -86,8 +86,9 @@ const STYLE = `
   .verdict { margin: 0.4em 0; }
   .scroll { max-height: 20em; overflow: auto; }
   table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
-  th, td { text-align: left; padding: 0.1em 0.45em; border-bottom: 1px solid var(--tx-border); overflow-wrap: anywhere; }
-  td.num, th.num { text-align: right; white-space: nowrap; overflow-wrap: normal; }
+  th, td { text-align: left; padding: 0.1em 0.45em; border-bottom: 1px solid var(--tx-border); overflow-wrap: break-word; }
+  td.num, th.num, td:nth-child(2), th:nth-child(2) { white-space: nowrap; overflow-wrap: normal; }
+  td.num, th.num { text-align: right; }
 
   table { font-size: 0.9em; }
   .muted { color: var(--tx-muted); }
