@@ -10,8 +10,10 @@
     model-export report   --out DIR [--runs 5] [--new-tokens 64] [--threads N] [--attention-cost]
     model-export train    --out DIR [--resume] [--stop-after N] [--steps N] [--refresh-corpus] [--no-progress]
 
-``all`` runs build, quantize, validate, tables, probes, package and report into a temporary directory
-beside DIR and then puts it in DIR's place, so DIR is never seen half written. The other commands
+``all`` runs build, quantize, validate, draft, tables, probes, package and report into a temporary directory
+beside DIR and then puts it in DIR's place, so DIR is never seen half written. Its ``draft`` stage
+writes ``DIR/draft/``, the model's first ``--draft-blocks`` blocks (default 2; 0: none) as the
+draft model of speculative decoding, validated like the model (``pipeline.run_draft``). The other commands
 work on DIR in place, one stage each (see ``pipeline``). ``tables`` writes ``DIR/tables/``, what
 the pipeline figures read (the weights' places in the packed 4-bit files, parity logits; see
 ``tables``), and lists it in ``manifest.json`` when there is one; ``probes`` does the same for
@@ -43,7 +45,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # Only light modules here: bad input is reported before torch and transformers are imported.
-from .layout import INLINE_BYTES, PIECE_BYTES
+from .layout import DRAFT_BLOCKS, INLINE_BYTES, PIECE_BYTES
 from .pipeline import BuildDir, StageError
 from .tokenizer import DEFAULT_NPM_DIR, TokenizerError
 from .variants import VARIANTS
@@ -177,6 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_validate(every)
     _add_report(every)
     every.add_argument("--skip-validate", action="store_true", help="package and report without checking")
+    every.add_argument(
+        "--draft-blocks",
+        type=int,
+        default=DRAFT_BLOCKS,
+        help=f"blocks of the speculative-decoding draft, an early exit of the model (default {DRAFT_BLOCKS}; 0: no draft)",
+    )
 
     build = commands.add_parser("build", help="load the weights and export the fp32 reference graph")
     _add_source(build)
@@ -309,6 +317,10 @@ def run_all(args) -> int:
         if not args.skip_validate:
             with step("validate"):
                 rows = pipeline.run_validate(build, loaded, tolerances_for(args, record), args.variants, say)
+        if 0 < args.draft_blocks < loaded.model.config.n_layer:
+            with step(f"draft: the first {args.draft_blocks} blocks"):
+                tolerances = None if args.skip_validate else (lambda draft_record: tolerances_for(args, draft_record))
+                rows += pipeline.run_draft(build, loaded, args.draft_blocks, args.tokenizer_src, tolerances, say)
         del loaded  # free the reference models: the tables stage loads the graphs' own weights
         with step("tables for the pipeline figures"):
             pipeline.run_tables(build, say)

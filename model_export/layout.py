@@ -24,6 +24,9 @@ REFERENCE = "reference.onnx"  # in BUILD_DIR: the fp32 graph every comparison is
 RECORD = "record.json"  # in BUILD_DIR: what each stage did
 EXPANDED_SUFFIX = "-expanded.onnx"  # in BUILD_DIR: a compact variant expanded as the browser does
 
+DRAFT_DIR = "draft"  # the draft model of speculative decoding: its variants' folders (pipeline.run_draft): served
+DRAFT_BLOCKS = 2  # the draft is the model's first DRAFT_BLOCKS blocks, then its final norm and unembedding
+
 TABLES_DIR = "tables"  # the pipeline figures' weight index and parity logits (tables.py): served
 TABLES_INDEX = "index.json"  # in TABLES_DIR: where each weight is, and the parity entries
 PARITY_DIR = "parity"  # in TABLES_DIR: one file of float32 logits per source

@@ -187,7 +187,14 @@ def file_role(path: Path) -> str:
 
 
 def variant_entry(
-    name: str, dtype: str, backends: list[str], outputs: list[str], root: str | Path, validation: dict | None = None, gpu_features: tuple[str, ...] = ()
+    name: str,
+    dtype: str,
+    backends: list[str],
+    outputs: list[str],
+    root: str | Path,
+    validation: dict | None = None,
+    gpu_features: tuple[str, ...] = (),
+    batch_invariant: bool = True,
 ) -> dict:
     """One downloadable form of the model, as listed in the manifest.
 
@@ -199,6 +206,8 @@ def variant_entry(
         root: The build directory.
         validation: Its metrics against the fp32 reference, if measured.
         gpu_features: WebGPU features a device needs to run it (listed only when there are some).
+        batch_invariant: Whether a position's logits do not depend on the rest of the pass
+            (``variants.VariantSpec.batch_invariant``).
 
     Returns:
         The manifest entry.
@@ -213,6 +222,7 @@ def variant_entry(
         "files": files,
         "validation": validation or {},
         "bytes": sum(f["bytes"] for f in files),
+        "batch_invariant": batch_invariant,
     }
     if gpu_features:
         entry["gpu_features"] = list(gpu_features)
@@ -253,6 +263,7 @@ def build_manifest(
     root: str | Path,
     tables: list[Path] | None = None,
     default_variants: dict[str, str] | None = None,
+    draft: dict | None = None,
 ) -> dict:
     """Assembles the manifest dict.
 
@@ -271,6 +282,7 @@ def build_manifest(
         root: The build directory.
         tables: The files of the ``tables`` stage (index first); none when it has not run.
         default_variants: Backend -> variant name; if None, the first of ``variant_order``.
+        draft: The draft model of speculative decoding (``pipeline.draft_entry``), if built.
 
     Returns:
         The manifest, ready for ``write_manifest``.
@@ -295,7 +307,7 @@ def build_manifest(
         "tables": [file_entry(path, root) for path in tables or []],
         "validation": validation,
         "created_with": versions(),
-    }
+    } | ({"draft": draft} if draft else {})
 
 
 def write_json(path: str | Path, data: dict) -> Path:
@@ -342,7 +354,8 @@ def read_manifest(out_dir: str | Path) -> dict:
 def listed_files(manifest: dict) -> list[dict]:
     """Every file entry of the manifest: all variants' files (and inspect graphs), then the
     tokenizer's and the tables'."""
-    files = [f for v in manifest["variants"] for f in v["files"] + ([v["inspect"]] if "inspect" in v else [])]
+    variants = manifest["variants"] + manifest.get("draft", {}).get("variants", [])
+    files = [f for v in variants for f in v["files"] + ([v["inspect"]] if "inspect" in v else [])]
     return files + list(manifest["tokenizer"].values()) + manifest.get("tables", [])
 
 

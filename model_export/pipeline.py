@@ -8,6 +8,8 @@
               files, and parity logits of PyTorch and every graph (``tables.py``)
     probes    write each variant's ``inspect.onnx``: its graph with the probes the "Looking
               inside" pages use, on the same weights (``probes.py``)
+    draft     write ``draft/``: the model's first blocks (an early exit) as the draft model of
+              speculative decoding, in the WASM and WebGPU variants, validated like the model
     package   write ``manifest.json``: files, sizes, sha256, outputs, backends, metrics, tables
     report    measure CPU decoding speed and write ``report.json`` and ``report.md``
 
@@ -19,11 +21,13 @@ Layout of a build directory (everything but ``.build/`` is what the site serves)
     q4x/model.onnx  q4x/expand.json  q4x/packed.0 ...   (4-bit download, fp32 compute)
     q8x/model.onnx  q8x/expand.json   (int8 compute from the q4x pieces: no pieces of its own)
     <variant>/inspect.onnx    the variant's graph with probes, on the same weights (not fp16)
+    draft/q4x/ draft/q8x/ draft/q4/   the draft model's variants (listed under "draft" in the manifest)
     tables/index.json  tables/parity/*.f32      (the pipeline figures' weight index and parity logits)
     .build/reference.onnx     the fp32 graph, the reference for every comparison (not shipped)
     .build/q4x-expanded.onnx  q4x expanded as the browser expands it (validation, reports; also q8x)
     .build/reference-inspect.onnx  the reference with probes (the interpretability parity tests)
     .build/record.json        what each stage did: provenance, times, validation rows, speeds
+    .build/draft/             the draft's own build directory (its reference, record, checks)
 
 The site build skips dot-directories, so the reference (500 MB for GPT-2 small) never reaches
 the site.
@@ -40,6 +44,7 @@ from pathlib import Path
 from . import package
 from .layout import (
     BUILD_DIR,
+    DRAFT_DIR,
     GRAPH_FILE,
     INDEX_FILE,
     INLINE_BYTES,
@@ -53,7 +58,7 @@ from .layout import (
     TABLES_DIR,
     expanded_name,
 )
-from .variants import VARIANTS
+from .variants import VARIANTS, draft_variants
 
 
 class StageError(ValueError):
@@ -408,6 +413,73 @@ def run_probes(build: BuildDir, progress=print) -> dict[str, str]:
     return done
 
 
+def run_draft(build: BuildDir, loaded: Loaded, blocks: int, tokenizer_src: Path, tolerances_for=None, progress=print) -> list:
+    """Writes ``draft/``: the draft model of speculative decoding, made of the model's first
+    `blocks` blocks followed by its own final norm and unembedding (an early exit, as in
+    LayerSkip), so it shares the tokenizer and needs no training of its own.
+
+    The draft is built in ``.build/draft/`` by the same stages as the model (``build``,
+    ``quantize``, ``validate`` with ``tolerances_for(draft_record)``; none when None), then its variants move to
+    ``draft/`` and the record notes them for ``package``.
+
+    Returns:
+        The draft's validation rows (``validate.CheckResult``), their group prefixed with ``draft``.
+    """
+    import copy
+
+    n_layer = loaded.model.config.n_layer
+    if not 1 <= blocks < n_layer:
+        raise StageError(f"a draft of {blocks} blocks needs a model of more than {blocks} blocks; this one has {n_layer}")
+    variants = draft_variants(build.built_variants())
+    work = BuildDir(build.work / DRAFT_DIR)
+    checkpoint = build.work / "draft-checkpoint"
+    hf = copy.deepcopy(loaded.weights.model)
+    hf.transformer.h = hf.transformer.h[:blocks]  # (then ln_f and the tied unembedding, as in the model)
+    hf.config.n_layer = blocks
+    hf.save_pretrained(checkpoint)
+    del hf
+    progress(f"draft: the first {blocks} of {n_layer} blocks")
+    draft = load(str(checkpoint), 0, progress)
+    record = run_build(work, draft, f"{build.record()['name']}-draft", tokenizer_src, progress)
+    run_quantize(work, variants, progress=progress)
+    rows = run_validate(work, draft, tolerances_for(record), variants, progress) if tolerances_for is not None else []
+    for row in rows:
+        row.group = f"draft {row.group}"
+    target = build.root / DRAFT_DIR
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir()
+    for name in variants:
+        work.variant_dir(name).rename(target / name)
+    metrics = work.record().get("validation", {}).get("metrics", {})
+    build.update_record(draft={"blocks": blocks, "config": record["config"], "variants": variants, "metrics": metrics})
+    return rows
+
+
+def draft_entry(build: BuildDir, record: dict) -> dict | None:
+    """The manifest's ``draft``: its blocks, config and variants (paths under ``draft/``), or None."""
+    draft = record.get("draft")
+    if not draft or not (build.root / DRAFT_DIR).is_dir():
+        return None
+    entries = []
+    for name in draft["variants"]:
+        spec = VARIANTS[name]
+        folder = f"{DRAFT_DIR}/{name}"
+        outputs = [o.name for o in _graph_outputs(build.root / folder / GRAPH_FILE)]
+        entry = package.variant_entry(
+            folder, spec.dtype, list(spec.backends), outputs, build.root, draft["metrics"].get(name), spec.gpu_features, spec.batch_invariant
+        )
+        entries.append({**entry, "name": name})
+    order = package.variant_order(draft["variants"])
+    return {
+        "blocks": draft["blocks"],
+        "config": {key: draft["config"][key] for key in package.CONFIG_KEYS},
+        "variants": entries,
+        "default_variants": {backend: names[0] for backend, names in order.items()},
+        "variant_order": order,
+    }
+
+
 def run_package(build: BuildDir, progress=print) -> dict:
     """Writes ``manifest.json`` from the record and the files on disk (the tables when written)."""
     from .tables import table_files
@@ -422,7 +494,9 @@ def run_package(build: BuildDir, progress=print) -> dict:
     for name in names:
         spec = VARIANTS[name]
         outputs = [o.name for o in _graph_outputs(build.variant_graph(name))]
-        entries.append(package.variant_entry(name, spec.dtype, list(spec.backends), outputs, build.root, metrics.get(name), spec.gpu_features))
+        entries.append(
+            package.variant_entry(name, spec.dtype, list(spec.backends), outputs, build.root, metrics.get(name), spec.gpu_features, spec.batch_invariant)
+        )
     reference_rows = [r for r in validation.get("rows", []) if r.get("group") in ("torch", "fp32")]
     manifest = package.build_manifest(
         name=record["name"],
@@ -437,6 +511,7 @@ def run_package(build: BuildDir, progress=print) -> dict:
         validation=reference_rows,
         root=build.root,
         tables=table_files(build.tables),
+        draft=draft_entry(build, record),
     )
     path = package.write_manifest(build.root, manifest)
     progress(f"{path}: {len(entries)} variant(s), " + ", ".join(f"{v['name']} {v['bytes'] / 1e6:.1f} MB" for v in entries))

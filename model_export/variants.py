@@ -65,6 +65,10 @@ class VariantSpec:
         description: One line for the report.
         built_from: The variant whose pieces it reads, written before it (else None).
         gpu_features: WebGPU features the device must have to run it.
+        batch_invariant: Whether a position's logits are the same whatever else the pass
+            holds. Not so with dynamic activation quantization: one int8 scale is computed over
+            every position of the pass, so checking five tokens at once (speculative decoding)
+            rounds differently from checking one, and a near-tie of greedy decoding can flip.
     """
 
     name: str
@@ -75,6 +79,7 @@ class VariantSpec:
     description: str
     built_from: str | None = None
     gpu_features: tuple[str, ...] = ()
+    batch_invariant: bool = True
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -87,7 +92,16 @@ VARIANTS: dict[str, VariantSpec] = {
     spec.name: spec
     for spec in [
         VariantSpec("q4x", "int4", "compact", {"wasm": 2}, FOUR_BIT, "4-bit download, expanded to float32 in the browser (compact.py)"),
-        VariantSpec("q8x", "int8", "requant", {"wasm": 1}, FOUR_BIT, "q4x's 4-bit download, requantized to int8 in the browser (requant.py)", built_from="q4x"),
+        VariantSpec(
+            "q8x",
+            "int8",
+            "requant",
+            {"wasm": 1},
+            FOUR_BIT,
+            "q4x's 4-bit download, requantized to int8 in the browser (requant.py)",
+            built_from="q4x",
+            batch_invariant=False,
+        ),
         VariantSpec("q4", "int4", "int4-blocks", {"webgpu": 1, "wasm": 4}, FOUR_BIT, "4-bit weights, blocks of 32 (MatMulNBits)"),
         VariantSpec(
             "q8",
@@ -99,6 +113,7 @@ VARIANTS: dict[str, VariantSpec] = {
                 "random": VariantTolerance(kl=5e-3, top1=0.5, top5=0.5, ppl_ratio=1.01, cache_kl=5e-3),
             },
             "8-bit weights, dynamic activation quantization (MatMulInteger)",
+            batch_invariant=False,
         ),
         VariantSpec(
             "fp16",
@@ -117,6 +132,16 @@ VARIANTS: dict[str, VariantSpec] = {
 
 # The variant whose packed 4-bit files the pipeline figures read their weights from (tables.py).
 PACKED = next(spec.name for spec in VARIANTS.values() if spec.writer == "compact")
+
+
+def draft_variants(names: list[str]) -> list[str]:
+    """The variants of ``names`` a speculative-decoding draft ships in (``pipeline.run_draft``):
+    the first choice on each backend and the variants they read their pieces from, in
+    ``VARIANTS`` order. The draft is small beside the model; the other variants would only
+    add to the download."""
+    first = {order[0] for order in variant_order(names).values()}
+    wanted = first | {VARIANTS[name].built_from for name in first if VARIANTS[name].built_from}
+    return [name for name in VARIANTS if name in wanted]
 
 
 def tolerances(random_weights: bool) -> dict[str, VariantTolerance]:

@@ -169,7 +169,8 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
     }
     for variant in manifest["variants"]:
         optional = {"inspect"} if variant["name"] != "fp16" else {"gpu_features"}  # probes.py: the graph with probes, beside it
-        assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes"} | optional
+        assert set(variant) == {"name", "dtype", "backends", "outputs", "files", "validation", "bytes", "batch_invariant"} | optional
+        assert variant["batch_invariant"] == VARIANTS[variant["name"]].batch_invariant
         assert variant.get("gpu_features", []) == list(VARIANTS[variant["name"]].gpu_features) == (["shader-f16"] if variant["name"] == "fp16" else [])
         if "inspect" in optional:
             assert variant["inspect"]["path"] == f"{variant['name']}/inspect.onnx" and variant["inspect"]["role"] == "graph"
