@@ -257,8 +257,8 @@ def graph_variant(name: str, graph: Path, work: Path, dtype: str = "float32", sp
 
 
 def serve_dir(site: Path, model_dir: Path, manifest: dict, work: Path, local: set[str]) -> Path:
-    """A directory to serve: the site's runtime files and the model (links, no copies).
-    Files of the variants named in `local` live in `work`, the others in `model_dir`."""
+    """A directory to serve: the site's runtime files and the model with its draft (links, no
+    copies). Files of the model's variants named in `local` live in `work`, the others in `model_dir`."""
     root = work / "root"
     shutil.rmtree(root, ignore_errors=True)
     (root / "models" / manifest["name"]).mkdir(parents=True)
@@ -267,9 +267,10 @@ def serve_dir(site: Path, model_dir: Path, manifest: dict, work: Path, local: se
         '<!doctype html><html><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>runtime benchmark</title></head><body></body></html>'
     )
     served = root / "models" / manifest["name"]
-    for variant in manifest["variants"]:
+    drafts = [(False, v) for v in manifest.get("draft", {}).get("variants", [])]  # the speculative draft's, from model_dir
+    for is_model, variant in [(True, v) for v in manifest["variants"]] + drafts:
         for f in variant["files"] + ([variant["inspect"]] if variant.get("inspect") else []):  # and its inspect graph
-            src = (work if variant["name"] in local else model_dir) / f["path"]
+            src = (work if is_model and variant["name"] in local else model_dir) / f["path"]
             dst = served / f["path"]
             dst.parent.mkdir(parents=True, exist_ok=True)
             if not dst.exists():

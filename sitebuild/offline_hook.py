@@ -105,14 +105,15 @@ def url_of(rel: str) -> str:
 
 
 def model_weight_prefixes(site: Path) -> list[str]:
-    """Folders of the model's variants (``models/<name>/<variant>/``), which download.js caches itself."""
+    """Folders of the model's variants and its draft's (``models/<name>/<variant>/``,
+    ``models/<name>/draft/<variant>/``), which download.js caches itself."""
     prefixes = set()
     for manifest_path in sorted((site / "models").glob("*/manifest.json")):
         manifest = json.loads(manifest_path.read_text())
         model = manifest_path.parent.name
-        for variant in manifest.get("variants", []):
+        for variant in manifest.get("variants", []) + manifest.get("draft", {}).get("variants", []):
             for f in variant.get("files", []):
-                prefixes.add(f"models/{model}/{PurePosixPath(f['path']).parts[0]}/")
+                prefixes.add(f"models/{model}/{PurePosixPath(f['path']).parent}/")
     return sorted(prefixes)
 
 

@@ -11,6 +11,8 @@
  *   {id, type: "generate", ids, options}      (streams "token" messages, then answers; options.schema:
  *                                             guided by a JSON Schema, grammar.js and token-mask.js)
  *   {id, type: "beam", ids, options}          (beam search, beam.js: streams one "token" message a step, then answers)
+ *   {id, type: "speculative", ids, options}   (speculative decoding with the manifest's draft model, speculative.js:
+ *                                             streams the draft's download, then one "token" message a round)
  *   {type: "stop", target}                    (ends the generation with that id)
  * Messages out:
  *   {type: "progress", stage, message, loaded?, total?}
@@ -38,6 +40,7 @@ import { missingManifestField, rankVariants, variantFiles, variantOutputs, outpu
 import { probeFeeds } from "./probe-feeds.js";
 import { Rng, randomSeed, MAX_SEED } from "./rng.js";
 import { BeamSearch, BEAM_ENDINGS, checkBeamOptions } from "./beam.js";
+import { checkSpeculativeOptions, speculativeRounds } from "./speculative.js";
 import { SchemaError, compileSchema } from "./grammar.js";
 import { TokenMask, VocabularyTrie } from "./token-mask.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
@@ -136,7 +139,7 @@ async function watchDevice() {
 }
 
 /** The external-data pieces of a compact variant (float32 for q4x, int8 for q8x), built from its packed files. */
-function expandedData(index, packed, files) {
+function expandedData(index, packed, files, report) {
   let parsed;
   try {
     parsed = JSON.parse(new TextDecoder().decode(files.get(index.path)));
@@ -144,7 +147,7 @@ function expandedData(index, packed, files) {
     throw tagged(`The weight index ${index.path} is not valid JSON: ${err.message}`, "session");
   }
   const int8 = parsed && parsed.format === REQUANT_FORMAT; // q8x: int8 codes (requant.js); q4x: float32 (expand.js)
-  progress("expand", int8 ? "Turning the 4-bit weights into int8…" : "Expanding the 4-bit weights to float32…", { loaded: 0, total: 1 });
+  report("expand", int8 ? "Turning the 4-bit weights into int8…" : "Expanding the 4-bit weights to float32…", { loaded: 0, total: 1 });
   let targets;
   try {
     targets = (int8 ? requantWeights : expandWeights)(
@@ -154,7 +157,7 @@ function expandedData(index, packed, files) {
   } catch (err) {
     throw tagged(`The compact weights could not be expanded: ${err.message}`, "session");
   }
-  progress("expand", "Weights expanded", { loaded: 1, total: 1 });
+  report("expand", "Weights expanded", { loaded: 1, total: 1 });
   return [...targets].map(([path, data]) => ({ path, data }));
 }
 
@@ -202,20 +205,20 @@ async function load(request) {
  * @returns {Promise<{graph: Uint8Array, externalData: {path: string, data: Uint8Array}[], fetched: object,
  *   downloaded: number, expanded: number}>} `fetched`: download.js's result, its `files` left holding the tokenizer's
  */
-async function fetchVariant(variant, { manifestUrl, tokenizerFiles, inspect, download, notice }) {
+async function fetchVariant(variant, { manifestUrl, tokenizerFiles, inspect, download, notice, report }) {
   const { graph, data, index, packed } = variantFiles(variant, { inspect });
   const listed = index ? [graph, index, ...packed] : [graph, ...data];
   // The page records them: a reader who leaves before they are in gets them stored later.
   self.postMessage({ type: "files", baseUrl: manifestUrl, files: [...listed, ...tokenizerFiles] });
   const fetched = await fetchVerified([...listed, ...tokenizerFiles], {
     baseUrl: manifestUrl,
-    onProgress: (p) => progress(p.stage, p.message, p),
+    onProgress: (p) => report(p.stage, p.message, p),
     onNotice: notice,
     ...download,
   });
   const downloaded = performance.now();
   const externalData = index
-    ? expandedData(index, packed, fetched.files)
+    ? expandedData(index, packed, fetched.files, report)
     : data.map((piece) => ({ path: piece.location, data: fetched.files.get(piece.path) }));
   const graphBytes = fetched.files.get(graph.path);
   for (const f of listed) fetched.files.delete(f.path); // the session gets its own copy; packed bytes are spent
@@ -225,17 +228,18 @@ async function fetchVariant(variant, { manifestUrl, tokenizerFiles, inspect, dow
 /**
  * The best variant for `target` that onnxruntime-web opens (variants.js rankVariants): each is
  * downloaded and tried in turn, the next when its session cannot be created (a notice says so);
- * `bytes` counts every download on the way.
+ * `bytes` counts every download on the way. `report(stage, message, extra)` hears the progress
+ * (by default the page's load progress).
  */
-async function openBest(manifest, target, { forced, gpuFeatures, needs, presentNames, tuning, notice, ...fetching }) {
+async function openBest(manifest, target, { forced, gpuFeatures, needs, presentNames, tuning, notice, report = progress, ...fetching }) {
   const where = target === "webgpu" ? "WebGPU" : "WASM";
   const candidates = rankVariants(manifest, target, { variant: forced, gpuFeatures, needs });
   const bytes = { fromCache: 0, fromNetwork: 0 };
   for (const candidate of candidates) {
-    const weights = await fetchVariant(candidate, { ...fetching, notice, inspect: needs.includes(INSPECT) });
+    const weights = await fetchVariant(candidate, { ...fetching, notice, report, inspect: needs.includes(INSPECT) });
     bytes.fromCache += weights.fetched.fromCache;
     bytes.fromNetwork += weights.fetched.fromNetwork;
-    progress("session", `Creating the ${where} session…`);
+    report("session", `Creating the ${where} session…`);
     try {
       const session = await ort.InferenceSession.create(weights.graph, sessionOptions(target, weights.externalData, presentNames, tuning));
       const { fetched, downloaded, expanded } = weights; // onnxruntime holds its own copy of the weights now
@@ -298,6 +302,11 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     probes: manifest.probes, // their contract (probe-feeds.js)
     presentNames,
     kvOnGpu: backend === "webgpu",
+    // what loading the draft model of speculative decoding takes (draftModel)
+    name: manifest.name,
+    draftSpec: manifest.draft ?? null,
+    draft: null,
+    opening: { manifestUrl, gpuFeatures, tuning, download },
   };
   const ready = performance.now();
   progress("ready", "Model ready");
@@ -393,9 +402,12 @@ function feedsFor(ids, pastLength, past) {
   return feeds;
 }
 
-/** Feeds for a batch of `rows` (token ids, all of one length), each after `pastLength` cached positions. */
-function batchFeeds(rows, pastLength, past) {
-  const { config } = model;
+/**
+ * Feeds for a batch of `rows` (token ids, all of one length), each after `pastLength` cached positions.
+ * `session` is the model whose graph takes them: the model, or its draft (`{config, presentNames}`).
+ */
+function batchFeeds(rows, pastLength, past, session = model) {
+  const { config } = session;
   const B = rows.length;
   const T = rows[0].length;
   const total = pastLength + T;
@@ -406,7 +418,7 @@ function batchFeeds(rows, pastLength, past) {
     position_ids: new ort.Tensor("int64", int64(rows.flatMap(() => positions)), [B, T]), // (B, T)
   };
   const headDim = config.n_embd / config.n_head;
-  model.presentNames.forEach((name, k) => {
+  session.presentNames.forEach((name, k) => {
     const input = name.replace("present.", "past_key_values.");
     feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [B, config.n_head, 0, headDim]); // (B, nh, P, hd)
   });
@@ -739,6 +751,195 @@ async function beam({ id, ids, options = {} }) {
 }
 
 /**
+ * The draft model of speculative decoding (the manifest's `draft`: the model's first blocks,
+ * model_export/pipeline.py run_draft), opened once on the model's backend, in the model's
+ * variant when the draft has it. Its download's progress goes to `report` (the run that asked).
+ */
+async function draftModel(report) {
+  const target = requireModel();
+  if (target.draft) return target.draft;
+  const spec = target.draftSpec;
+  if (!spec) {
+    throw tagged(`The ${target.name} model was built without a draft model; rebuild it with model-export all (its --draft-blocks option).`, "outputs");
+  }
+  const presentNames = [];
+  for (let i = 0; i < spec.config.n_layer; i++) presentNames.push(`present.${i}.key`, `present.${i}.value`);
+  const same = spec.variants.find((v) => v.name === target.variant && v.backends.includes(target.backend));
+  const { manifestUrl, gpuFeatures, tuning, download } = target.opening;
+  const opened = await openBest(spec, target.backend, {
+    forced: same?.name,
+    gpuFeatures,
+    needs: [],
+    presentNames,
+    tuning,
+    notice: (message) => report("notice", message),
+    report,
+    manifestUrl,
+    tokenizerFiles: [],
+    download,
+  });
+  opened.fetched.files.clear();
+  target.draft = {
+    session: opened.session,
+    config: spec.config,
+    presentNames,
+    variant: opened.variant.name,
+    blocks: spec.blocks,
+    bytes: opened.bytes.fromCache + opened.bytes.fromNetwork,
+  };
+  return target.draft;
+}
+
+/** The logits of the last `n` positions of the batch's one row, each a Float32Array(vocab_size). */
+async function lastPositions(logitsTensor, n) {
+  const [, T, V] = logitsTensor.dims; // (1, T, V)
+  const all = await logitsTensor.getData();
+  const rows = Array.from({ length: n }, (_, i) => all.slice((T - n + i) * V, (T - n + i + 1) * V));
+  logitsTensor.dispose?.();
+  return rows;
+}
+
+/**
+ * The key-value cache cut back to its first `length` positions: the positions of proposals
+ * the target refused are forgotten. A cache of that length already is used as it is.
+ * @param {object[]} present present.{i}.key/value, each (1, nh, P, hd)
+ * @param {number} length positions to keep (≤ P)
+ */
+async function cropCache(present, length) {
+  if (present[0].dims[2] === length) return present;
+  return Promise.all(
+    present.map(async (tensor) => {
+      const [B, nh, P, hd] = tensor.dims; // (1, nh, P, hd)
+      const data = await tensor.getData();
+      const kept = new Float32Array(B * nh * length * hd);
+      for (let h = 0; h < B * nh; h++) kept.set(data.subarray(h * P * hd, h * P * hd + length * hd), h * length * hd);
+      if (tensor.location === "gpu-buffer") tensor.dispose();
+      return new ort.Tensor("float32", kept, [B, nh, length, hd]);
+    }),
+  );
+}
+
+/**
+ * A model (the target or its draft) with its own cache: `feed(tokens, n)` runs the tokens not
+ * yet cached and returns the logits of the last `n` positions; `crop(length)` forgets the
+ * cached positions from `length` on. `ms` and `passes` count its runs.
+ */
+function cachedRunner(runner) {
+  let past = null;
+  let cached = 0; // positions in `past`
+  const state = {
+    ms: 0,
+    passes: 0,
+    get cached() {
+      return cached;
+    },
+    /** Run `tokens.slice(cached)` (the whole text so far, cached part included). */
+    async feed(tokens, n) {
+      const ids = tokens.slice(cached);
+      const started = performance.now();
+      const out = await exclusive(() => runner.session.run(batchFeeds([ids], cached, past, runner), ["logits", ...runner.presentNames]));
+      releaseGpu(past);
+      past = runner.presentNames.map((name) => out[name]);
+      cached += ids.length;
+      const rows = await lastPositions(out.logits, n);
+      state.ms += performance.now() - started;
+      state.passes++;
+      return rows;
+    },
+    async crop(length) {
+      if (length >= cached) return;
+      past = await cropCache(past, length);
+      cached = length;
+    },
+    release() {
+      releaseGpu(past);
+    },
+  };
+  return state;
+}
+
+/**
+ * Speculative decoding (speculative.js decides, this runs the two models): each round the
+ * draft proposes up to `gamma` tokens one at a time, the target scores them all in one pass,
+ * the rule keeps a prefix of them and adds a token of its own, and both caches are cut back to
+ * the text written. The draft's download is streamed first (if it is not loaded yet), then one
+ * "token" message per round: its proposals, the probability each model gave each, how many the
+ * target kept, the token it added and whether that replaced a refused proposal.
+ */
+async function speculative({ id, ids, options = {} }) {
+  const target = requireModel();
+  if (target.inspect)
+    throw tagged(`The ${target.variant} model was loaded with its inspect graph; speculative decoding needs a model loaded without it.`, "outputs");
+  checkPrompt(ids, target.config);
+  let checked;
+  try {
+    checked = checkSpeculativeOptions(options, { promptTokens: ids.length, contextLimit: target.config.n_positions });
+  } catch (err) {
+    throw tagged(err.message, err.field === "context" ? "context" : "input");
+  }
+  const { seed } = checkGeneration({ seed: options.seed }, target.config);
+  const { maxNewTokens } = checked;
+  const post = (token) => self.postMessage({ type: "token", target: id, token });
+  let draft;
+  try {
+    draft = await draftModel((stage, message, extra = {}) => post({ kind: "progress", stage, message, loaded: extra.loaded, total: extra.total }));
+  } catch (err) {
+    stopped.delete(id);
+    throw err;
+  }
+  const big = cachedRunner(target);
+  const small = cachedRunner(draft);
+  const models = {
+    draft: async (tokens) => (await small.feed(tokens, 1))[0],
+    target: (tokens, n) => big.feed(tokens, n),
+    rng: new Rng(seed),
+  };
+  const rounds = { proposed: [], accepted: [] };
+  let tokens = [];
+  const started = performance.now();
+  let reason = "max_tokens";
+  try {
+    for await (const round of speculativeRounds(ids, checked, models)) {
+      tokens = round.tokens;
+      const written = ids.length + tokens.length;
+      await big.crop(written - 1); // the refused proposals' positions are forgotten; the last token is fed next round
+      await small.crop(written - 1);
+      rounds.proposed.push(round.proposals.length);
+      rounds.accepted.push(round.kept);
+      const { tokens: _, ...shown } = round;
+      post({ kind: "round", ...shown, newTokens: tokens.length, elapsedMs: performance.now() - started });
+      await yieldToEvents();
+      if (stopped.has(id) && tokens.length < maxNewTokens) {
+        reason = "stopped";
+        break;
+      }
+    }
+  } finally {
+    big.release();
+    small.release();
+    stopped.delete(id);
+  }
+  const totalMs = performance.now() - started;
+  const newTokens = tokens.length;
+  return {
+    reason,
+    seed,
+    tokens,
+    promptTokens: ids.length,
+    options: { ...checked, seed },
+    proposed: rounds.proposed,
+    accepted: rounds.accepted,
+    targetPasses: big.passes,
+    draftPasses: small.passes,
+    targetMs: big.ms,
+    draftMs: small.ms,
+    totalMs,
+    msPerToken: newTokens ? totalMs / newTokens : null,
+    draft: { variant: draft.variant, blocks: draft.blocks, of: target.config.n_layer, bytes: draft.bytes },
+  };
+}
+
+/**
  * One pass of the inspect graph over `ids` with the probes set (probe-feeds.js: name ->
  * Float32Array in the probe's shape without the batch axis; the others neutral). Returns the `want` outputs by name as
  * {data, dims} without the batch axis; with `lastOnly`, "logits" is the last position's row.
@@ -770,7 +971,7 @@ async function inspect({ ids, probes = {}, want = [], lastOnly = false }) {
   return result;
 }
 
-const handlers = { load, forward, generate, beam, inspect };
+const handlers = { load, forward, generate, beam, speculative, inspect };
 
 function transferables(result) {
   const buffers = [];

@@ -186,6 +186,52 @@ class BeamRun extends StreamedRun {
   }
 }
 
+/**
+ * One streamed run of speculative decoding: an async iterator of its events, plus `result` and
+ * `stop()`. An event is `{kind: "progress", stage, message, loaded?, total?}` while the draft
+ * model downloads, then `{kind: "round", ...}` per round (see `ModelHandle.speculative`), with
+ * the text of each proposal (`pieces`), of the added token (`lastPiece`) and of the round's
+ * written tokens (`text`).
+ */
+class SpeculativeRun extends StreamedRun {
+  constructor(channel, tokenizer, ids, options) {
+    const decoder = tokenizer.createDecoder();
+    super(
+      channel,
+      { type: "speculative", ids, options },
+      {
+        transform: (event) => {
+          if (event.kind !== "round") return event;
+          const written = [...event.proposals.slice(0, event.kept), event.last];
+          return {
+            ...event,
+            pieces: event.proposals.map((token) => tokenizer.tokenToString(token)),
+            lastPiece: tokenizer.tokenToString(event.last),
+            text: written.map((token) => decoder.push(token)).join(""),
+          };
+        },
+        /** {reason, message, tokens, text, tail, seed, proposed, accepted, targetPasses, draftPasses, targetMs, draftMs, totalMs, msPerToken, draft} */
+        summarize: (summary) => ({
+          ...summary,
+          text: tokenizer.decode(summary.tokens),
+          tail: decoder.flush(),
+          message: speculativeEndMessage(summary),
+        }),
+      },
+    );
+  }
+}
+
+/** The reader-facing sentence for how a speculative run ended. */
+function speculativeEndMessage({ reason, tokens, targetPasses, accepted, proposed }) {
+  const n = `${tokens.length} new token${tokens.length === 1 ? "" : "s"}`;
+  const kept = accepted.reduce((a, b) => a + b, 0);
+  const offered = proposed.reduce((a, b) => a + b, 0);
+  const passes = `${targetPasses} pass${targetPasses === 1 ? "" : "es"} of the model`;
+  const share = offered ? `; ${kept} of the draft's ${offered} proposals kept` : "";
+  return `${reason === "stopped" ? "Stopped after" : "Done:"} ${n} from ${passes}${share}.`;
+}
+
 /** The reader-facing sentence for how a beam search ended (beam.js BEAM_ENDINGS). */
 function beamEndMessage({ reason, steps, options }) {
   const n = `${steps} step${steps === 1 ? "" : "s"}`;
@@ -302,6 +348,22 @@ class ModelHandle {
    */
   beamSearch(prompt, options = {}) {
     return new BeamRun(this.channel, this.tokenizer, this.promptIds(prompt), options);
+  }
+
+  /**
+   * Speculative decoding from a prompt: the model's draft (its first blocks, an early exit, from
+   * the manifest) proposes, the model checks, round by round (speculative.js has the rule).
+   * @param {string|number[]} prompt text (or token ids); an empty prompt starts from <|endoftext|>
+   * @param {{gamma?: number, maxNewTokens?: number, temperature?: number, seed?: number}} [options]
+   *   defaults: 4 proposals a round, 32 new tokens, temperature 0 (greedy: the model's own greedy
+   *   output), a random seed; limits in speculative.js SPECULATIVE_LIMITS
+   * @returns {SpeculativeRun} async iterator of events: while the draft downloads,
+   *   {kind: "progress", stage, message, loaded?, total?}; then per round {kind: "round", index,
+   *   proposals, pieces, draftProbs, targetProbs, kept, last, lastPiece, lastProb, fromResidual,
+   *   text, newTokens, elapsedMs}
+   */
+  speculative(prompt, options = {}) {
+    return new SpeculativeRun(this.channel, this.tokenizer, this.promptIds(prompt), options);
   }
 
   /** End the worker and free its memory; a later loadModel starts afresh. */

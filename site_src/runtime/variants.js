@@ -30,15 +30,27 @@ export const OPTIONAL_OUTPUTS = { attentions: "attentions.", hiddenStates: "hidd
  */
 export const INSPECT = "inspect";
 
-/** Whether a variant meets one need: an inspect graph, or outputs with that prefix. */
+/**
+ * The `needs` entry that asks for a variant whose logits at a position do not depend on the
+ * other positions of the pass (the manifest's `batch_invariant`, model_export/variants.py):
+ * speculative decoding checks several tokens in one pass and must score each as a pass of one would.
+ */
+export const BATCH_INVARIANT = "batch-invariant";
+
+/** Whether a variant meets one need: an inspect graph, batch invariance, or outputs with that prefix. */
 function meets(manifest, variant, need) {
   if (need === INSPECT) return Boolean(variant.inspect);
+  if (need === BATCH_INVARIANT) return variant.batch_invariant === true;
   return variantOutputs(manifest, variant).some((n) => n.startsWith(OPTIONAL_OUTPUTS[need]));
 }
 
 /** The needs in words: "the probes of the inspect graph", "attentions outputs". */
 function needsInWords(needs) {
-  return needs.map((n) => (n === INSPECT ? "the probes the “Looking inside” widgets use (an inspect graph)" : `${n} outputs`)).join(" and ");
+  const words = {
+    [INSPECT]: "the probes the “Looking inside” widgets use (an inspect graph)",
+    [BATCH_INVARIANT]: "the same logits for a token whether it is scored alone or with others (no dynamic activation quantization)",
+  };
+  return needs.map((n) => words[n] ?? `${n} outputs`).join(" and ");
 }
 
 /** Output names of a variant: its own list, else the manifest's graph signature. */

@@ -15,7 +15,8 @@
  *
  * A subclass writes `template()`, `setup()` (which calls `wireRuns`), `options()` (the run's
  * options, through `fieldValues`), `request()`, `compute()` (through `whileRunning`), `draw()`,
- * and may write `describe(options)` and `prepare(model)` (e.g. limits from the model's config).
+ * and may write `describe(options)`, `prepare(model)` (e.g. limits from the model's config) and
+ * `modelNeeds()` (what the variant must have).
  * @module widgets/run-widget
  */
 import { InputError } from "./inputs.js";
@@ -69,7 +70,7 @@ export class RunWidget extends Widget {
     const go = this.$(".go");
     go.disabled = true;
     try {
-      const model = await this.useModel({ backend: this.field("backend").value });
+      const model = await this.useModel({ backend: this.field("backend").value, needs: this.modelNeeds() });
       if (!model || this.dataset.running === "true") return;
       this.prepare(model);
       this.describe(this.options());
@@ -82,6 +83,11 @@ export class RunWidget extends Widget {
       this.model = null;
       this.showError(err, { retry: () => this.load() });
     }
+  }
+
+  /** What the widget needs of the model's variant (variants.js `needs`); nothing by default. */
+  modelNeeds() {
+    return [];
   }
 
   /** What the loaded model changes in the fields (e.g. their limits); nothing by default. */

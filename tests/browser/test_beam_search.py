@@ -20,7 +20,7 @@ from model_export.beam import beam_search
 from model_export.gpt2 import GPT2Config
 from model_export.runtime import OrtGPT2
 from served import manifest, model_dir
-from widget_checks import shown_text
+from widget_checks import fits_a_phone, refuses_a_prompt_too_long, refuses_out_of_range
 
 pytestmark = pytest.mark.browser
 
@@ -123,28 +123,17 @@ def test_limits_stop_and_a_phone(tab, tokenizer):
     status = widget.locator(".status")
 
     # Out-of-range settings are refused with the range, and Search waits for a valid value.
-    for name, value, words in [
+    cases = [
         ("beams", "9", "The number of beams must be a whole number from 1 to 8"),
         ("beams", "0", "from 1 to 8"),
         ("maxNewTokens", "65", "Max new tokens must be a whole number from 1 to 64"),
         ("lengthPenalty", "9", "The length penalty must be a number from −5 to 5"),
-    ]:
-        settings(widget, **{name: value})
-        assert words in status.inner_text(), (name, value, status.inner_text())
-        assert widget.locator(f'[name="{name}"]').get_attribute("aria-invalid") == "true"
-        assert widget.locator("button.go").is_disabled()
-        settings(widget, **{name: {"beams": "4", "maxNewTokens": "12", "lengthPenalty": "1"}[name]})
-        assert widget.get_attribute("data-state") == "ready" and widget.locator("button.go").is_enabled()
+    ]
+    refuses_out_of_range(widget, settings, cases, {"beams": "4", "maxNewTokens": "12", "lengthPenalty": "1"})
 
     # A prompt and length the model cannot hold: the worker's message gives the numbers.
-    n_positions = manifest()["config"]["n_positions"]
-    long_prompt = "word " * (n_positions - 6)
-    widget.locator("textarea").fill(long_prompt)
     settings(widget, beams=4, maxNewTokens=12)
-    widget.locator("button.go").click()
-    p.wait_for_function("() => { const el = document.querySelector('tx-beam-search'); return el.dataset.running === 'false' && el.dataset.state === 'error'; }")
-    words = f"The prompt is {len(tokenizer.encode(long_prompt))} tokens and 12 new ones do not fit this model's {n_positions} positions"
-    assert words in status.inner_text(), status.inner_text()
+    refuses_a_prompt_too_long(p, widget, "tx-beam-search", tokenizer, manifest()["config"]["n_positions"], 12)
 
     # Stop: pressed at once, the search ends after the step in progress and lists what it has.
     widget.locator("textarea").fill("The model")
@@ -162,12 +151,4 @@ def test_limits_stop_and_a_phone(tab, tokenizer):
     # A finished search fits a phone: nothing sticks out sideways at 375 px.
     settings(widget, beams=4, maxNewTokens=12, endToken="period")
     search(p, widget, "tx-beam-search")
-    p.set_viewport_size({"width": 375, "height": 740})
-    width = p.evaluate("document.documentElement.scrollWidth")
-    assert width <= 375, f"the page is {width} px wide at 375 px"
-    box = widget.bounding_box()
-    assert box["x"] >= 0 and box["x"] + box["width"] <= 375, box
-    text = shown_text(widget)
-    assert "Finished hypotheses" in text
-    for bad in ("undefined", "NaN", "[object", "null"):
-        assert bad not in text, bad
+    fits_a_phone(p, widget, "Finished hypotheses")

@@ -90,3 +90,48 @@ def grid_values(widget, name):
 def shown_text(widget) -> str:
     """The text a reader sees in a widget's shadow root (its styles left out)."""
     return widget.evaluate("el => [...el.shadowRoot.children].filter((c) => c.tagName !== 'STYLE').map((c) => c.innerText).join('\\n')")
+
+
+# ----- a model widget's limits, as its reader meets them (the run widgets: beam search, speculative decoding, ...)
+
+
+def refuses_out_of_range(widget, set_fields, cases, valid: dict) -> None:
+    """Each `(field, value, words)` of `cases`, typed with `set_fields(widget, **{field: value})`:
+    the status says `words`, the field is marked invalid and Go is disabled; the field's `valid`
+    value then makes the widget ready again."""
+    status = widget.locator(".status")
+    for name, value, words in cases:
+        set_fields(widget, **{name: value})
+        assert words in status.inner_text(), (name, value, status.inner_text())
+        assert widget.locator(f'[name="{name}"]').get_attribute("aria-invalid") == "true"
+        assert widget.locator("button.go").is_disabled()
+        set_fields(widget, **{name: valid[name]})
+        assert widget.get_attribute("data-state") == "ready" and widget.locator("button.go").is_enabled()
+
+
+def refuses_a_prompt_too_long(p, widget, selector: str, tokenizer, n_positions: int, new_tokens: int) -> None:
+    """A prompt that leaves fewer than `new_tokens` positions: the run fails with the numbers."""
+    long_prompt = "word " * (n_positions - 6)
+    widget.locator("textarea").fill(long_prompt)
+    widget.locator("button.go").click()
+    p.wait_for_function(
+        "(sel) => { const el = document.querySelector(sel); return el.dataset.running === 'false' && el.dataset.state === 'error'; }", arg=selector
+    )
+    words = f"The prompt is {len(tokenizer.encode(long_prompt))} tokens and {new_tokens} new ones do not fit this model's {n_positions} positions"
+    assert words in widget.locator(".status").inner_text(), widget.locator(".status").inner_text()
+
+
+def fits_a_phone(p, widget, words: str) -> None:
+    """At 375 px nothing sticks out sideways, the widget shows `words` and no placeholder of a
+    missing value; the viewport is set back afterwards."""
+    size = p.viewport_size
+    p.set_viewport_size({"width": 375, "height": 740})
+    width = p.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375, f"the page is {width} px wide at 375 px"
+    box = widget.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 375, box
+    text = shown_text(widget)
+    assert words in text
+    for bad in ("undefined", "NaN", "[object", "null"):
+        assert bad not in text, bad
+    p.set_viewport_size(size)

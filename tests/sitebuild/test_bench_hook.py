@@ -196,3 +196,34 @@ def test_the_runtime_page_says_of_the_decoding_methods_what_decoding_json_shows(
     guided = rows["guided"]
     assert guided["mask_ms"]["max"] < 0.1 * rows["greedy"]["step_ms"]["median"]
     assert all(r["reason"] == "complete" for r in report["runs"] if r["method"] == "guided")
+
+
+@pytest.mark.parametrize("name", ["decoding-speculative-book", "decoding-speculative-small-random"])
+def test_the_runtime_page_says_of_speculative_decoding_what_its_json_shows(name):
+    """The prose under the speculative table: every greedy run wrote the model's own greedy
+    tokens; the runs are interleaved rounds (each with its own baseline run of the model alone)
+    on a batch-invariant variant; each summary ratio is the median of its rounds' ratios."""
+    text = " ".join((DOCS / "model/runtime.md").read_text().split())
+    assert "Every greedy run wrote the model's own greedy tokens" in text
+    report = json.loads((BENCH_RESULTS / f"{name}.json").read_text())
+    manifest_variant = report["variant"]
+    assert manifest_variant == "q4x"
+    assert report["repeat"] >= 3 and len({r["round"] for r in report["runs"]}) == report["repeat"]
+    rows = {r["variant"]: r for r in report["summary"]}
+    for method, row in rows.items():
+        if not method.startswith("speculative-"):
+            continue
+        alone = "sampled" if method.endswith("-sampled") else "greedy"
+        mine = [r for r in report["runs"] if r["method"] == method]
+        assert len(mine) == report["repeat"]
+        per_round = [r["token_ms"] / next(g["token_ms"] for g in report["runs"] if g["method"] == alone and g["round"] == r["round"]) for r in mine]
+        assert row["over_greedy"] == round(statistics.median(per_round), 2)
+        assert row["kept_pct"] == round(100 * sum(r["accepted"] for r in mine) / sum(r["proposed"] for r in mine))
+        assert all(r["steps"] == report["new_tokens"] for r in mine)
+        if alone == "greedy":
+            assert row["same_as_greedy"] and all(r["same_as_greedy"] for r in mine)
+    if name == "decoding-speculative-small-random":  # "well under twice", "about a third", "no faster"
+        step = rows["greedy"]["step_ms"]["median"]
+        assert rows["speculative-4"]["target_pass_ms"]["median"] < 1.8 * step
+        assert 0.25 < rows["speculative-4"]["draft_pass_ms"]["median"] / step < 0.42
+        assert rows["speculative-4-sampled"]["speedup"] < 1.05
