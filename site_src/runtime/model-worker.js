@@ -305,7 +305,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     // what loading the draft model of speculative decoding takes (draftModel)
     name: manifest.name,
     draftSpec: manifest.draft ?? null,
-    draft: null,
+    draft: null, // a promise of it, once asked for
     opening: { manifestUrl, gpuFeatures, tuning, download },
   };
   const ready = performance.now();
@@ -753,11 +753,19 @@ async function beam({ id, ids, options = {} }) {
 /**
  * The draft model of speculative decoding (the manifest's `draft`: the model's first blocks,
  * model_export/pipeline.py run_draft), opened once on the model's backend, in the model's
- * variant when the draft has it. Its download's progress goes to `report` (the run that asked).
+ * variant when the draft has it. Its download's progress goes to `report` (the run that asked;
+ * a run asking meanwhile waits for the same opening). A failed opening is tried again next time.
  */
-async function draftModel(report) {
+function draftModel(report) {
   const target = requireModel();
-  if (target.draft) return target.draft;
+  target.draft ??= openDraft(target, report).catch((err) => {
+    target.draft = null;
+    throw err;
+  });
+  return target.draft;
+}
+
+async function openDraft(target, report) {
   const spec = target.draftSpec;
   if (!spec) {
     throw tagged(`The ${target.name} model was built without a draft model; rebuild it with model-export all (its --draft-blocks option).`, "outputs");
@@ -779,7 +787,7 @@ async function draftModel(report) {
     download,
   });
   opened.fetched.files.clear();
-  target.draft = {
+  return {
     session: opened.session,
     config: spec.config,
     presentNames,
@@ -787,7 +795,6 @@ async function draftModel(report) {
     blocks: spec.blocks,
     bytes: opened.bytes.fromCache + opened.bytes.fromNetwork,
   };
-  return target.draft;
 }
 
 /** The logits of the last `n` positions of the batch's one row, each a Float32Array(vocab_size). */

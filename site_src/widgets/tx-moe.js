@@ -38,12 +38,12 @@ function loadBars(load, fair) {
     .map(
       (v, e) => `
     <rect class="load" x="${L + e * band + band * 0.15}" y="${y(v)}" width="${band * 0.7}" height="${H - B - y(v)}"
-      data-expert="${e}" data-load="${v}"><title>expert ${e}: ${(100 * v).toFixed(1)}% of the routing slots</title></rect>
-    <text x="${L + (e + 0.5) * band}" y="${H - B + 12}" text-anchor="middle">${e}</text>
+      data-expert="${e}" data-load="${v}"><title>expert ${e + 1}: ${(100 * v).toFixed(1)}% of the routing slots</title></rect>
+    <text x="${L + (e + 0.5) * band}" y="${H - B + 12}" text-anchor="middle">${e + 1}</text>
     <text x="${L + (e + 0.5) * band}" y="${y(v) - 2}" text-anchor="middle">${Math.round(100 * v)}</text>`,
     )
     .join("");
-  return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="Load per expert in percent: ${load.map((v, e) => `expert ${e} ${(100 * v).toFixed(1)}`).join(", ")}">
+  return `<svg viewBox="0 0 ${W} ${H}" role="img" aria-label="Load per expert in percent: ${load.map((v, e) => `expert ${e + 1} ${(100 * v).toFixed(1)}`).join(", ")}">
     <line class="axis" x1="${L}" x2="${L}" y1="${T}" y2="${H - B}"></line>${bars}
     <line class="fair" x1="${L}" x2="${W - R}" y1="${y(fair)}" y2="${y(fair)}"></line>
     <text x="${W - R}" y="${y(fair) - 3}" text-anchor="end">fair share ${(100 * fair).toFixed(1)}%</text>

@@ -13,7 +13,7 @@
  *   gamma           proposals a round, 1 to 8, default 4
  *   max-new-tokens  1 to 64, default 32
  *   temperature     0 (greedy, the default) to 2
- *   seed            the sampling seed (temperature above 0), default 1
+ *   seed            the sampling seed (temperature above 0; the field is disabled at 0), default 1
  *   compare         "true" (default): also run the model alone; "false": not
  *   backend         "auto" (WebGPU when an adapter exists, else WASM), "webgpu" or "wasm"
  *   model           a model name under models/ (default: the site's default model)
@@ -140,18 +140,28 @@ class TxSpeculative extends RunWidget {
       gamma: () => parseInteger(this.field("gamma").value, { label: "Proposals a round", name: "gamma", min: minGamma, max: maxGamma }),
       maxNewTokens: () => parseInteger(this.field("maxNewTokens").value, { label: "Max new tokens", name: "maxNewTokens", min: 1, max: maxNewTokens }),
       temperature: () => parseNumber(this.field("temperature").value, { label: "The temperature", name: "temperature", min: 0, max: maxTemperature }),
+    });
+    if (values.temperature === 0) {
+      this.field("seed").setAttribute("aria-invalid", "false"); // greedy: no seed is read
+      return { ...values, compare: this.field("compare").checked };
+    }
+    const { seed } = this.fieldValues({
       seed: () => parseInteger(this.field("seed").value, { label: "The seed", name: "seed", min: 0, max: MAX_SEED }),
     });
-    return { ...values, compare: this.field("compare").checked };
+    return { ...values, seed, compare: this.field("compare").checked };
   }
 
   request() {
     return { prompt: this.field("prompt").value, options: this.options() };
   }
 
-  describe({ gamma, maxNewTokens, temperature, compare }) {
+  /** The run the settings ask for, in one sentence; the seed is offered only when sampling. */
+  describe({ gamma, maxNewTokens, temperature, seed, compare }) {
+    this.field("seed").disabled = temperature === 0;
     const how =
-      temperature === 0 ? "greedy (the model's own greedy text, exactly)" : `sampled at temperature ${temperature} (from the model's own distribution)`;
+      temperature === 0
+        ? "greedy (the model's own greedy text, exactly)"
+        : `sampled at temperature ${temperature} with seed ${seed} (from the model's own distribution)`;
     const alone = compare ? "; then the model alone, for comparison" : "";
     this.$(".plan").textContent = `Up to ${gamma} proposal${gamma === 1 ? "" : "s"} a round, ${maxNewTokens} new tokens, ${how}${alone}.`;
   }

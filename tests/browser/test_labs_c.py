@@ -154,6 +154,8 @@ def test_moe_widget_matches_cpython(tab):
     bars = attrs(widget, "rect[data-expert]", "expert", "load")
     assert_close([float(v) for _, v in bars], result["load"][step], tol=0)
     assert float(widget.get_attribute("data-max-load")) == result["max_load"][step]
+    label = widget.locator("svg[aria-label^='Load per expert']").get_attribute("aria-label")
+    assert label.startswith("Load per expert in percent: expert 1 ") and f"expert {request['num_experts']} " in label  # E_1 … E_N, as families/moe.md
 
     # The reader turns balancing on, takes 20 more steps, then looks back at step 0.
     widget.locator('[name="balance"]').check()
