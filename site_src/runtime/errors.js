@@ -99,12 +99,14 @@ const NOT_SAVED = {
   model: "The model is",
   inspect: "The model's “Looking inside” graph is",
   figure: "The weights this figure reads are",
+  draft: "The draft model of speculative decoding is",
 };
 
 /**
  * What a widget says offline when what it needs was never stored for offline reading.
- * @param {"python"|"model"|"inspect"|"figure"} what Python, the model (runtime or weights), the
- *   model's inspect graph (the "Looking inside" widgets), a figure's weights
+ * @param {"python"|"model"|"inspect"|"figure"|"draft"} what Python, the model (runtime or weights), the
+ *   model's inspect graph (the "Looking inside" widgets), a figure's weights, the draft model of
+ *   speculative decoding
  * @returns {string} e.g. "Python is not saved for offline use yet: open this page once online."
  */
 export function notSavedOfflineMessage(what) {

@@ -13,6 +13,7 @@
  *   {id, type: "beam", ids, options}          (beam search, beam.js: streams one "token" message a step, then answers)
  *   {id, type: "speculative", ids, options}   (speculative decoding with the manifest's draft model, speculative.js:
  *                                             streams the draft's download, then one "token" message a round)
+ *   {id, type: "draft"}                       (download and open the draft now, e.g. to store it for offline reading)
  *   {type: "stop", target}                    (ends the generation with that id)
  * Messages out:
  *   {type: "progress", stage, message, loaded?, total?}
@@ -329,6 +330,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     config: manifest.config,
     inspect: model.inspect,
     randomWeights: manifest.random_weights === true,
+    draft: manifest.draft ? { blocks: manifest.draft.blocks } : null,
     outputs: {
       attentions: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.attentions).length > 0,
       hiddenStates: outputsWithPrefix(model.outputs, OPTIONAL_OUTPUTS.hiddenStates).length > 0,
@@ -978,7 +980,13 @@ async function inspect({ ids, probes = {}, want = [], lastOnly = false }) {
   return result;
 }
 
-const handlers = { load, forward, generate, beam, speculative, inspect };
+/** Open the draft now (the page's load progress hears its download). */
+async function prepareDraft() {
+  const opened = await draftModel(progress);
+  return { variant: opened.variant, blocks: opened.blocks, bytes: opened.bytes };
+}
+
+const handlers = { load, forward, generate, beam, speculative, draft: prepareDraft, inspect };
 
 function transferables(result) {
   const buffers = [];

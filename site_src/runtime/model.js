@@ -65,18 +65,20 @@ export class ModelError extends Error {
 
 /**
  * One streamed call to the worker: an async iterator of what it streams (each item through
- * `transform`), plus `result` (a promise of the call's answer through `summarize`) and
- * `stop()`. Leaving a `for await` loop early also stops it.
+ * `transform`), plus `result` (a promise of the call's answer through `summarize`, or of its
+ * error through `explain`) and `stop()`. Leaving a `for await` loop early also stops it.
  */
 class StreamedRun {
-  constructor(channel, request, { transform, summarize }) {
+  constructor(channel, request, { transform, summarize, explain = async (err) => err }) {
     this.queue = [];
     this.waiting = null;
     this.done = false;
     this.channel = channel;
     const { id, promise } = channel.call(request, (item) => this.deliver({ value: transform(item), done: false }));
     this.requestId = id;
-    this.result = promise.then(summarize);
+    this.result = promise.then(summarize, async (err) => {
+      throw await explain(err);
+    });
     this.result.then(
       () => this.finish(),
       (err) => this.finish(err),
@@ -217,9 +219,16 @@ class SpeculativeRun extends StreamedRun {
           tail: decoder.flush(),
           message: speculativeEndMessage(summary),
         }),
+        explain: offlineDraft,
       },
     );
   }
+}
+
+/** Offline, with the draft's files never stored: say that, not which download failed. */
+async function offlineDraft(err) {
+  const gap = err?.retryable ? await notSavedOffline(WORKER_URL, err) : null;
+  return gap ? new ModelError({ message: notSavedOfflineMessage("draft"), kind: "offline", retryable: true }) : err;
 }
 
 /** The reader-facing sentence for how a speculative run ended. */
@@ -272,7 +281,8 @@ class ModelHandle {
     this.channel = channel;
     /**
      * {name, backend, variant, dtype, threads, config, inspect, outputs: {attentions, hiddenStates}, storage, notices, bytes, timings,
-     * backendNote}: `backendNote` says why an "auto" load runs on WASM ("" otherwise)
+     * backendNote, draft}: `backendNote` says why an "auto" load runs on WASM ("" otherwise); `draft`, the
+     * manifest's draft model of speculative decoding ({blocks}), or null
      */
     this.info = info;
     this.tokenizer = tokenizer;
@@ -364,6 +374,19 @@ class ModelHandle {
    */
   speculative(prompt, options = {}) {
     return new SpeculativeRun(this.channel, this.tokenizer, this.promptIds(prompt), options);
+  }
+
+  /**
+   * Download and open the draft model of speculative decoding now (as the first `speculative`
+   * run would), so that it is stored for offline reading; `info.draft` says whether there is one.
+   * @returns {Promise<{variant: string, blocks: number, bytes: number}>}
+   */
+  async prepareDraft() {
+    try {
+      return await this.channel.call({ type: "draft" }).promise;
+    } catch (err) {
+      throw await offlineDraft(err);
+    }
   }
 
   /** End the worker and free its memory; a later loadModel starts afresh. */

@@ -4,16 +4,19 @@
  *
  * No attributes. One row per part (`tr[data-group]`: pages, python, model-runtime,
  * model-data, model-weights) with `data-offline` ("yes", "partly" or "no") and
- * `data-bytes` (bytes in Cache Storage). The element's `data-worker` says whether the
+ * `data-bytes` (bytes in Cache Storage); the model-weights row's `data-draft` says whether the
+ * draft model of speculative decoding is stored ("yes", "no", or "none" without one). The element's `data-worker` says whether the
  * site's service worker controls the page ("active", "installing", "unavailable");
  * `data-persisted` is "true" or "false". The parts and their files come from the build
  * (runtime/offline-build.js, written by sitebuild/offline_hook.py); the model's weights from
  * runtime/download.js's own cache, which the model widgets fill. "Make everything
  * available offline" asks the service worker to fetch what is missing, then downloads
- * the model's weights as a model widget would (the variant this browser loads).
+ * the model's weights as a model widget would (the variant this browser loads), and the draft
+ * model of speculative decoding with the variant that widget loads.
  */
 import { CACHE_NAME as MODEL_CACHE } from "../runtime/download.js";
 import { modelsURL } from "../runtime/paths.js";
+import { BATCH_INVARIANT } from "../runtime/variants.js";
 import { escapeHtml, formatBytes } from "./base.js";
 import { Widget, define } from "./widget.js";
 
@@ -185,6 +188,9 @@ class TxOffline extends Widget {
       row.total = complete.length ? [...sizes.values()].reduce((s, n) => s + n, 0) : smallest;
       row.offline = complete.length ? "yes" : stored.size ? "partly" : "no";
       row.text = complete.length ? `Yes: ${complete.map((v) => v.name).join(", ")}` : stored.size ? "Partly: no variant complete" : "No";
+      const draft = manifest.draft?.variants.find((v) => v.files.every((f) => stored.has(key(f))));
+      if (manifest.draft) row.text += `; the draft of speculative decoding: ${draft ? `yes (${draft.name})` : "no"}`;
+      row.draft = draft ? "yes" : manifest.draft ? "no" : "none";
       row.fullNote = complete.length ? "" : "from ";
     } catch {
       row.text = stored.size ? "Stored, but the model's list could not be read" : "No";
@@ -198,7 +204,7 @@ class TxOffline extends Widget {
     table.querySelector("tbody").innerHTML = rows
       .map(
         (r) => `
-      <tr data-group="${r.group}" data-offline="${r.offline}" data-bytes="${r.bytes}">
+      <tr data-group="${r.group}" data-offline="${r.offline}" data-bytes="${r.bytes}"${r.draft ? ` data-draft="${r.draft}"` : ""}>
         <th scope="row">${r.group === WEIGHTS ? r.label : escapeHtml(r.label)}</th>
         <td class="${r.offline}">${escapeHtml(r.text)}</td>
         <td class="num">${formatBytes(r.bytes)}</td>
@@ -235,10 +241,16 @@ class TxOffline extends Widget {
       await this.fillGroups(registration.active, Object.keys(build.groups));
       this.showProgress("Downloading the model's weights…");
       const { loadModel } = await import("../runtime/model.js");
-      const handle = await loadModel({
-        onProgress: (p) => this.showProgress(p.message || "Downloading the model's weights", p),
-      });
+      const onProgress = (p) => this.showProgress(p.message || "Downloading the model's weights", p);
+      const handle = await loadModel({ onProgress });
       handle.dispose?.();
+      if (handle.info.draft) {
+        // Speculative decoding scores several tokens a pass: it loads a batch-invariant variant, and the draft.
+        this.showProgress("Downloading the draft model of speculative decoding…");
+        const exact = await loadModel({ needs: [BATCH_INVARIANT], onProgress });
+        await exact.prepareDraft();
+        exact.dispose?.();
+      }
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
       error.retryable = true;

@@ -227,6 +227,10 @@ def test_a_runtime_never_used_says_so_offline(offline_tab):
     ), states
     tab.visit("generate/")
     all_ready(p, "generate/")
+    # Speculative decoding loads another variant and a draft, neither stored by this visit: said so too.
+    tab.visit("decoding/speculative/")
+    states = [s for s in wait_ready(p) if s["tag"] == "tx-speculative"]
+    assert states and all(s["state"] == "error" and "not saved for offline use yet: open this page once online." in s["text"] for s in states), states
 
 
 def test_a_new_build_replaces_the_old_cache(offline_tab, tmp_path):
@@ -286,3 +290,18 @@ def test_the_button_makes_everything_available_offline(offline_tab):
     assert all(offline == "yes" for offline, _ in rows.values()), rows
     assert "Everything is available offline." in widget.locator(".status-text").inner_text()
     print("After the button (MB):", {g: round(b / 1e6, 2) for g, (_, b) in rows.items()})
+    weights = widget.locator('tr[data-group="model-weights"]')
+    assert weights.get_attribute("data-draft") == "yes" and "the draft of speculative decoding: yes" in weights.inner_text()
+
+    # The button stored what a never-visited model widget needs beyond the default variant:
+    # speculative decoding's batch-invariant variant and its draft, which run offline.
+    go_offline(offline_tab)
+    tab = offline_tab["tab"]
+    tab.visit("decoding/speculative/")
+    spec = p.locator("tx-speculative")
+    p.wait_for_function("() => document.querySelector('tx-speculative').dataset.state === 'ready'", timeout=TIMEOUT_MS)
+    spec.locator('[name="maxNewTokens"]').fill("4")
+    spec.locator("button.go").click()
+    p.wait_for_function("() => Number(document.querySelector('tx-speculative').dataset.runs) > 0", timeout=TIMEOUT_MS)
+    assert spec.get_attribute("data-state") == "ready", spec.locator(".status").inner_text()
+    assert len(json.loads(spec.get_attribute("data-tokens"))) == 4
