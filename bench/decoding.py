@@ -133,7 +133,6 @@ def summarize(runs: list[dict], threads: int, methods: tuple[str, ...]) -> list[
             row["speedup"] = round(statistics.median(1 / x for x in ratios), 2)
             row["kept_pct"] = round(100 * sum(r["accepted"] for r in mine) / sum(r["proposed"] for r in mine))
             row["tokens_per_pass"] = round(statistics.median(r["steps"] / r["passes"] for r in mine), 2)
-            row["draft_share"] = round(statistics.median(r["draft_ms"] / (r["draft_ms"] + r["target_ms"]) for r in mine), 2)
             row["target_pass_ms"] = spread(r["target_ms"] / r["passes"] for r in mine)  # checking up to gamma + 1 tokens
             row["draft_pass_ms"] = spread(r["draft_ms"] / r["proposed"] for r in mine)  # one token
             if baseline(method) == "greedy":

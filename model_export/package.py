@@ -289,7 +289,7 @@ def build_manifest(
     """
     order = variant_order([v["name"] for v in variants])
     if default_variants is None:
-        default_variants = {backend: names[0] for backend, names in order.items()}
+        default_variants = first_choices(order)
     return {
         "format": FORMAT,
         "name": name,
@@ -308,6 +308,11 @@ def build_manifest(
         "validation": validation,
         "created_with": versions(),
     } | ({"draft": draft} if draft else {})
+
+
+def first_choices(order: dict[str, list[str]]) -> dict[str, str]:
+    """Backend -> the variant a browser tries first there, from ``variant_order``'s ranking."""
+    return {backend: names[0] for backend, names in order.items()}
 
 
 def write_json(path: str | Path, data: dict) -> Path:

@@ -475,7 +475,7 @@ def draft_entry(build: BuildDir, record: dict) -> dict | None:
         "blocks": draft["blocks"],
         "config": {key: draft["config"][key] for key in package.CONFIG_KEYS},
         "variants": entries,
-        "default_variants": {backend: names[0] for backend, names in order.items()},
+        "default_variants": package.first_choices(order),
         "variant_order": order,
     }
 

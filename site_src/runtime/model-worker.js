@@ -502,14 +502,20 @@ async function step(ids, pastLength, past) {
   return { logits: await lastRow(out.logits), present: presentNames.map((n) => out[n]) };
 }
 
+/** A run's seed: the one asked for, checked, or a fresh random one. */
+function checkSeed(asked) {
+  const seed = asked ?? randomSeed();
+  if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) throw tagged(`The seed must be a whole number from 0 to ${MAX_SEED}, got ${seed}.`, "input");
+  return seed;
+}
+
 function checkGeneration(options, config) {
   const sampling = checkSampling(options, config.vocab_size);
   const maxNewTokens = options.maxNewTokens ?? 32;
   if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1) {
     throw tagged(`Max new tokens must be a whole number ≥ 1, got ${maxNewTokens}.`, "input");
   }
-  const seed = options.seed ?? randomSeed();
-  if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) throw tagged(`The seed must be a whole number from 0 to ${MAX_SEED}, got ${seed}.`, "input");
+  const seed = checkSeed(options.seed);
   const alternatives = options.alternatives ?? 5;
   if (!Number.isInteger(alternatives) || alternatives < 0 || alternatives > 100) throw tagged("Alternatives must be a whole number from 0 to 100.", "input");
   return { sampling, maxNewTokens, seed, alternatives, stopAtEos: options.stopAtEos ?? true, guide: guideFor(options.schema) };
@@ -668,15 +674,25 @@ async function generate({ id, ids, options = {} }) {
  */
 async function reorderCache(present, rows) {
   if (rows.length === present[0].dims[0] && rows.every((row, i) => row === i)) return present;
+  return rebuildCache(present, ([B, ...rest], data) => {
+    const size = data.length / B; // one row's cache
+    const gathered = new Float32Array(rows.length * size);
+    rows.forEach((row, i) => gathered.set(data.subarray(row * size, (row + 1) * size), i * size));
+    return { data: gathered, dims: [rows.length, ...rest] };
+  });
+}
+
+/**
+ * Each cache tensor copied out (from the GPU too), rebuilt on the CPU by `rebuild(dims, data)`
+ * into `{data, dims}`, and its GPU buffer freed: what a beam search's reordering and speculative
+ * decoding's cut share.
+ */
+function rebuildCache(present, rebuild) {
   return Promise.all(
     present.map(async (tensor) => {
-      const [B, ...rest] = tensor.dims; // (B, nh, P, hd)
-      const data = await tensor.getData();
-      const size = data.length / B; // one row's cache
-      const gathered = new Float32Array(rows.length * size);
-      rows.forEach((row, i) => gathered.set(data.subarray(row * size, (row + 1) * size), i * size));
+      const { data, dims } = rebuild(tensor.dims, await tensor.getData());
       if (tensor.location === "gpu-buffer") tensor.dispose();
-      return new ort.Tensor("float32", gathered, [rows.length, ...rest]);
+      return new ort.Tensor("float32", data, dims);
     }),
   );
 }
@@ -799,11 +815,14 @@ async function openDraft(target, report) {
   };
 }
 
-/** The logits of the last `n` positions of the batch's one row, each a Float32Array(vocab_size). */
+/**
+ * The logits of the last `n` positions of the batch's one row, each a Float32Array(vocab_size)
+ * view of the data read out, not a copy: read them before the session runs again.
+ */
 async function lastPositions(logitsTensor, n) {
   const [, T, V] = logitsTensor.dims; // (1, T, V)
   const all = await logitsTensor.getData();
-  const rows = Array.from({ length: n }, (_, i) => all.slice((T - n + i) * V, (T - n + i + 1) * V));
+  const rows = Array.from({ length: n }, (_, i) => all.subarray((T - n + i) * V, (T - n + i + 1) * V));
   logitsTensor.dispose?.();
   return rows;
 }
@@ -816,16 +835,11 @@ async function lastPositions(logitsTensor, n) {
  */
 async function cropCache(present, length) {
   if (present[0].dims[2] === length) return present;
-  return Promise.all(
-    present.map(async (tensor) => {
-      const [B, nh, P, hd] = tensor.dims; // (1, nh, P, hd)
-      const data = await tensor.getData();
-      const kept = new Float32Array(B * nh * length * hd);
-      for (let h = 0; h < B * nh; h++) kept.set(data.subarray(h * P * hd, h * P * hd + length * hd), h * length * hd);
-      if (tensor.location === "gpu-buffer") tensor.dispose();
-      return new ort.Tensor("float32", kept, [B, nh, length, hd]);
-    }),
-  );
+  return rebuildCache(present, ([B, nh, P, hd], data) => {
+    const kept = new Float32Array(B * nh * length * hd); // (B, nh, length, hd)
+    for (let h = 0; h < B * nh; h++) kept.set(data.subarray(h * P * hd, h * P * hd + length * hd), h * length * hd);
+    return { data: kept, dims: [B, nh, length, hd] };
+  });
 }
 
 /**
@@ -886,7 +900,7 @@ async function speculative({ id, ids, options = {} }) {
   } catch (err) {
     throw tagged(err.message, err.field === "context" ? "context" : "input");
   }
-  const { seed } = checkGeneration({ seed: options.seed }, target.config);
+  const seed = checkSeed(options.seed);
   const { maxNewTokens } = checked;
   const post = (token) => self.postMessage({ type: "token", target: id, token });
   let draft;

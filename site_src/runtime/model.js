@@ -212,13 +212,8 @@ class SpeculativeRun extends StreamedRun {
             text: written.map((token) => decoder.push(token)).join(""),
           };
         },
-        /** {reason, message, tokens, text, tail, seed, proposed, accepted, targetPasses, draftPasses, targetMs, draftMs, totalMs, msPerToken, draft} */
-        summarize: (summary) => ({
-          ...summary,
-          text: tokenizer.decode(summary.tokens),
-          tail: decoder.flush(),
-          message: speculativeEndMessage(summary),
-        }),
+        /** {reason, message, tokens, text, seed, proposed, accepted, targetPasses, draftPasses, targetMs, draftMs, totalMs, msPerToken, draft} */
+        summarize: (summary) => ({ ...summary, text: tokenizer.decode(summary.tokens), message: speculativeEndMessage(summary) }),
         explain: offlineDraft,
       },
     );
@@ -369,8 +364,8 @@ class ModelHandle {
    *   output), a random seed; limits in speculative.js SPECULATIVE_LIMITS
    * @returns {SpeculativeRun} async iterator of events: while the draft downloads,
    *   {kind: "progress", stage, message, loaded?, total?}; then per round {kind: "round", index,
-   *   proposals, pieces, draftProbs, targetProbs, kept, last, lastPiece, lastProb, fromResidual,
-   *   text, newTokens, elapsedMs}
+   *   proposals, pieces, draftProbs, targetProbs (null for a proposal after a refusal: never
+   *   checked), kept, last, lastPiece, lastProb, fromResidual, text, newTokens, elapsedMs}
    */
   speculative(prompt, options = {}) {
     return new SpeculativeRun(this.channel, this.tokenizer, this.promptIds(prompt), options);

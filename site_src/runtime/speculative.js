@@ -7,6 +7,10 @@
  *     // round.kept of round.proposals were kept, then round.last written by the target
  *   }
  *
+ * Each proposal costs a softmax over the vocabulary (the draft's, to draw from); the target's
+ * distributions are worked out only as far as the check goes (the first refusal ends it), and
+ * at temperature 0 a distribution is just its argmax.
+ *
  * A proposal `x` drawn from the draft's `q` is kept with probability min(1, p(x) / q(x)); at the
  * first refusal the round's last token is drawn from max(0, p − q), normalised, instead; when
  * every proposal is kept it is drawn from the target's next distribution. The tokens written
@@ -66,54 +70,85 @@ export function checkSpeculativeOptions(options = {}, { promptTokens, contextLim
 }
 
 /**
- * The distribution a token is drawn from: softmax(logits / temperature) in float64, or at
- * temperature 0 all the mass on the first argmax.
- * @param {Float32Array} logits (V,)
- * @param {number} temperature
- * @returns {Float64Array} (V,)
+ * A next-token distribution: softmax(logits / temperature), kept as the weights
+ * exp((z − max) / temperature) and their total (one pass over the vocabulary, no second one to
+ * divide), or at temperature 0 all the mass on the first argmax (no array at all).
  */
-export function distribution(logits, temperature) {
-  const p = new Float64Array(logits.length);
-  if (temperature === 0) {
-    p[argmax(logits)] = 1;
-    return p;
+export class Distribution {
+  /**
+   * @param {Float64Array|null} weights unnormalised probabilities, or null for all mass on `top`
+   * @param {number} total the weights' sum
+   * @param {number} top the token that holds all the mass when `weights` is null
+   */
+  constructor(weights, total, top) {
+    this.weights = weights;
+    this.total = total;
+    this.top = top;
   }
-  let max = -Infinity;
-  for (const z of logits) if (z > max) max = z;
-  let sum = 0;
-  for (let i = 0; i < logits.length; i++) sum += p[i] = Math.exp((logits[i] - max) / temperature);
-  for (let i = 0; i < p.length; i++) p[i] /= sum;
-  return p;
-}
 
-/**
- * A token from `weights` (not necessarily normalised): its argmax without a generator, else
- * the first index whose running sum passes a uniform draw times the total.
- * @param {Float64Array} weights
- * @param {{random(): number}|null} rng
- * @returns {number}
- */
-export function draw(weights, rng) {
-  if (!rng) return argmax(weights);
-  let total = 0;
-  for (const w of weights) total += w;
-  const u = rng.random() * total;
-  let sum = 0;
-  let last = 0;
-  for (let i = 0; i < weights.length; i++) {
-    if (weights[i] <= 0) continue;
-    sum += weights[i];
-    last = i;
-    if (u < sum) return i;
+  /**
+   * @param {Float32Array} logits (V,)
+   * @param {number} temperature 0 (greedy) or more
+   */
+  static of(logits, temperature) {
+    if (temperature === 0) return new Distribution(null, 1, argmax(logits));
+    let max = -Infinity;
+    for (let i = 0; i < logits.length; i++) if (logits[i] > max) max = logits[i];
+    const weights = new Float64Array(logits.length);
+    let total = 0;
+    for (let i = 0; i < logits.length; i++) total += weights[i] = Math.exp((logits[i] - max) / temperature);
+    return new Distribution(weights, total, -1);
   }
-  return last; // rounding left u at the very top
+
+  /** The probability of token `i`. */
+  prob(i) {
+    return this.weights ? this.weights[i] / this.total : Number(i === this.top);
+  }
+
+  /**
+   * A token: the first index whose running sum of weights passes a uniform draw times the
+   * total; the argmax without a generator (temperature 0).
+   * @param {{random(): number}|null} rng
+   */
+  draw(rng) {
+    if (!this.weights) return this.top;
+    if (!rng) return argmax(this.weights);
+    const u = rng.random() * this.total;
+    let sum = 0;
+    let last = 0;
+    for (let i = 0; i < this.weights.length; i++) {
+      if (this.weights[i] <= 0) continue;
+      sum += this.weights[i];
+      last = i;
+      if (u < sum) return i;
+    }
+    return last; // rounding left u at the very top
+  }
+
+  /**
+   * max(0, this − other), the distribution a refused proposal is replaced from. At temperature
+   * 0 a proposal is refused only when it is not this distribution's top, so the residual is
+   * this distribution itself.
+   * @param {Distribution} other the draft's distribution at the same position
+   */
+  minus(other) {
+    if (!this.weights) return this;
+    const weights = new Float64Array(this.weights.length);
+    let total = 0;
+    for (let i = 0; i < weights.length; i++) {
+      const d = this.weights[i] / this.total - other.weights[i] / other.total;
+      if (d > 0) total += weights[i] = d;
+    }
+    return new Distribution(weights, total, -1);
+  }
 }
 
 /**
  * Check a round's proposals against the target.
  * @param {number[]} proposals the draft's tokens, k of them
- * @param {Float64Array[]} q the draft's distribution each was drawn from (k)
- * @param {Float64Array[]} p the target's distribution at each proposal's position, and one more (k + 1)
+ * @param {Distribution[]} q the draft's distribution each was drawn from (k)
+ * @param {(i: number) => Distribution} p the target's distribution at proposal i's position (i = k:
+ *   the one after them), asked for only as far as the check goes
  * @param {{random(): number}|null} rng null at temperature 0
  * @returns {{kept: number, last: number, fromResidual: boolean}} how many proposals were kept, the
  *   token the target adds, and whether it came from the residual max(0, p − q) (a refusal)
@@ -121,13 +156,12 @@ export function draw(weights, rng) {
 export function verify(proposals, q, p, rng) {
   let kept = 0;
   for (const [i, token] of proposals.entries()) {
-    const ratio = p[i][token] / q[i][token];
+    const ratio = p(i).prob(token) / q[i].prob(token);
     if (!(ratio >= 1 || (rng !== null && rng.random() < ratio))) break;
     kept++;
   }
-  if (kept === proposals.length) return { kept, last: draw(p[kept], rng), fromResidual: false };
-  const residual = p[kept].map((pi, i) => Math.max(0, pi - q[kept][i]));
-  return { kept, last: draw(residual, rng), fromResidual: true };
+  if (kept === proposals.length) return { kept, last: p(kept).draw(rng), fromResidual: false };
+  return { kept, last: p(kept).minus(q[kept]).draw(rng), fromResidual: true };
 }
 
 /**
@@ -141,9 +175,10 @@ export function verify(proposals, q, p, rng) {
  * @param {{draft: (tokens: number[]) => Promise<Float32Array>,
  *   target: (tokens: number[], n: number) => Promise<Float32Array[]>, rng: {random(): number}|null}} models
  *   `rng` is needed at a temperature above 0 and ignored at 0
- * @yields {{index: number, proposals: number[], draftProbs: number[], targetProbs: number[], kept: number,
- *   last: number, lastProb: number, fromResidual: boolean, tokens: number[]}} each round; `tokens`:
- *   every token written so far (the caller cuts its caches back to them)
+ * @yields {{index: number, proposals: number[], draftProbs: number[], targetProbs: (number|null)[], kept: number,
+ *   last: number, lastProb: number, fromResidual: boolean, tokens: number[]}} each round; `targetProbs`
+ *   is null for the proposals after a refusal, which the target never checked; `tokens`: every
+ *   token written so far (the caller cuts its caches back to them)
  */
 export async function* speculativeRounds(prompt, { gamma, maxNewTokens, temperature }, { draft, target, rng }) {
   const random = temperature > 0 ? rng : null;
@@ -153,21 +188,22 @@ export async function* speculativeRounds(prompt, { gamma, maxNewTokens, temperat
     const proposals = [];
     const q = [];
     for (let i = 0; i < k; i++) {
-      q.push(distribution(await draft([...out, ...proposals]), temperature)); // the draft, one token at a time
-      proposals.push(draw(q[i], random));
+      q.push(Distribution.of(await draft([...out, ...proposals]), temperature)); // the draft, one token at a time
+      proposals.push(q[i].draw(random));
     }
     const scores = await target([...out, ...proposals], k + 1); // one pass checks every proposal
-    const p = scores.map((logits) => distribution(logits, temperature));
+    const checked = [];
+    const p = (i) => (checked[i] ??= Distribution.of(scores[i], temperature)); // a softmax only where the check reaches
     const { kept, last, fromResidual } = verify(proposals, q, p, random);
     out.push(...proposals.slice(0, kept), last);
     yield {
       index,
       proposals,
-      draftProbs: proposals.map((token, i) => q[i][token]),
-      targetProbs: proposals.map((token, i) => p[i][token]),
+      draftProbs: proposals.map((token, i) => q[i].prob(token)),
+      targetProbs: proposals.map((token, i) => (i <= kept ? p(i).prob(token) : null)),
       kept,
       last,
-      lastProb: p[kept][last],
+      lastProb: p(kept).prob(last),
       fromResidual,
       tokens: out.slice(prompt.length),
     };

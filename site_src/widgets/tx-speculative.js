@@ -23,7 +23,8 @@
  * `data-reason`, `data-tokens` (JSON of the new token ids), `data-proposed` and `data-accepted`
  * (JSON, per round), `data-target-passes`, `data-ms-per-token`, and after a comparison
  * `data-alone-tokens` and `data-alone-ms-per-token`; each proposal shown has `data-token`,
- * `data-fate` ("kept", "refused" or "unchecked") and the two models' probabilities.
+ * `data-fate` ("kept", "refused" or "unchecked"), `data-draft-prob` and, for a proposal the
+ * model checked, `data-target-prob`.
  */
 import { SPECULATIVE_LIMITS } from "../runtime/speculative.js";
 import { MAX_SEED } from "../runtime/rng.js";
@@ -231,10 +232,11 @@ class TxSpeculative extends RunWidget {
   drawRound(round) {
     const cells = round.proposals.map((token, i) => {
       const fate = i < round.kept ? "kept" : i === round.kept ? "refused" : "unchecked";
-      const probs = `draft ${formatProb(round.draftProbs[i])}, model ${formatProb(round.targetProbs[i])}`;
+      const target = round.targetProbs[i]; // null when the check stopped before it
+      const probs = `draft ${formatProb(round.draftProbs[i])}` + (target === null ? "" : `, model ${formatProb(target)}`);
       const label = `“${visible(round.pieces[i])}”: ${probs}; ${FATES[fate]}`;
       return `<span class="tok ${fate}" title="${escapeHtml(label)}" aria-label="${escapeHtml(label)}" data-token="${token}" data-fate="${fate}"
-        data-draft-prob="${round.draftProbs[i]}" data-target-prob="${round.targetProbs[i]}">${escapeHtml(visible(round.pieces[i]))}</span>`;
+        data-draft-prob="${round.draftProbs[i]}"${target === null ? "" : ` data-target-prob="${target}"`}>${escapeHtml(visible(round.pieces[i]))}</span>`;
     });
     const why = round.fromResidual ? "instead of the refused proposal" : round.proposals.length ? "after every proposal was kept" : "its own next token";
     const label = `“${visible(round.lastPiece)}”: written by the model (probability ${formatProb(round.lastProb)}), ${why}`;

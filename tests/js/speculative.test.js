@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { Rng } from "../../site_src/runtime/rng.js";
-import { SPECULATIVE_LIMITS, checkSpeculativeOptions, distribution, speculativeRounds } from "../../site_src/runtime/speculative.js";
+import { Distribution, SPECULATIVE_LIMITS, checkSpeculativeOptions, speculativeRounds } from "../../site_src/runtime/speculative.js";
 
 // tests/js/make_speculative_fixture.py
 const CASES = JSON.parse(readFileSync(new URL("./fixtures/speculative_cases.json", import.meta.url), "utf8"));
@@ -64,14 +64,14 @@ function table(seed) {
 
 /** Probability of every LENGTH-token continuation of `last` under a bigram table, in base-V order. */
 function exact(target, last) {
-  const rows = target.map((row) => distribution(Float32Array.from(row), 1));
+  const rows = target.map((row) => Distribution.of(Float32Array.from(row), 1));
   const out = new Float64Array(V ** LENGTH);
   for (let code = 0; code < out.length; code++) {
     let p = 1;
     let prev = last;
     for (let i = LENGTH - 1; i >= 0; i--) {
       const token = Math.floor(code / V ** i) % V;
-      p *= rows[prev][token];
+      p *= rows[prev].prob(token);
       prev = token;
     }
     out[code] = p;
@@ -139,14 +139,14 @@ test("sampled runs follow the target's distribution, not the draft's", async () 
   assert.ok(kept / proposed > 0.2 && kept / proposed < 0.95, `refusals matter: ${kept} of ${proposed} kept`);
 
   const fromDraft = new Float64Array(V ** LENGTH); // the same test tells the draft's own samples apart
-  const draftRows = draft.map((row) => distribution(Float32Array.from(row), 1));
+  const draftRows = draft.map((row) => Distribution.of(Float32Array.from(row), 1));
   for (let n = 0; n < RUNS; n++) {
     const tokens = [];
     let prev = 0;
     for (let i = 0; i < LENGTH; i++) {
       let u = rng.random();
       let t = 0;
-      while (t < V - 1 && u >= draftRows[prev][t]) u -= draftRows[prev][t++];
+      while (t < V - 1 && u >= draftRows[prev].prob(t)) u -= draftRows[prev].prob(t++);
       tokens.push(t);
       prev = t;
     }
