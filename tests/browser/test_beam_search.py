@@ -20,7 +20,7 @@ from model_export.beam import beam_search
 from model_export.gpt2 import GPT2Config
 from model_export.runtime import OrtGPT2
 from served import manifest, model_dir
-from widget_checks import fits_a_phone, refuses_a_prompt_too_long, refuses_out_of_range
+from widget_checks import fits_a_phone, press_go, refuses_a_prompt_too_long, refuses_out_of_range, set_fields
 
 pytestmark = pytest.mark.browser
 
@@ -49,19 +49,8 @@ def tokenizer():
     return GPT2TokenizerFast.from_pretrained(model_dir())
 
 
-def settings(widget, **values):
-    for name, value in values.items():
-        field = widget.locator(f'[name="{name}"]')
-        if field.evaluate("el => el.tagName") == "SELECT":
-            field.select_option(str(value))
-        else:
-            field.fill(str(value))
-
-
 def search(p, widget, selector, timeout=180_000):
-    runs = int(widget.get_attribute("data-runs"))
-    widget.locator("button.go").click()
-    p.wait_for_function(f"(sel) => Number(document.querySelector(sel).dataset.runs) > {runs}", arg=selector, timeout=timeout)
+    press_go(p, widget, selector, timeout)
     assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
 
 
@@ -82,7 +71,7 @@ def test_the_search_is_the_references_token_for_token(tab, tokenizer, case):
     variant = exact_variant(manifest(), "wasm")
     widget = model_widget_ready(p, add_variant_widget(p, "tx-beam-search", variant, "document.querySelector('article').append(el)"))
     widget.locator("textarea").fill(prompt)
-    settings(widget, **typed)
+    set_fields(widget, **typed)
     search(p, widget, WIDGET)
 
     ids = tokenizer.encode(prompt)
@@ -129,15 +118,15 @@ def test_limits_stop_and_a_phone(tab, tokenizer):
         ("maxNewTokens", "65", "Max new tokens must be a whole number from 1 to 64"),
         ("lengthPenalty", "9", "The length penalty must be a number from −5 to 5"),
     ]
-    refuses_out_of_range(widget, settings, cases, {"beams": "4", "maxNewTokens": "12", "lengthPenalty": "1"})
+    refuses_out_of_range(widget, cases, {"beams": "4", "maxNewTokens": "12", "lengthPenalty": "1"})
 
     # A prompt and length the model cannot hold: the worker's message gives the numbers.
-    settings(widget, beams=4, maxNewTokens=12)
+    set_fields(widget, beams=4, maxNewTokens=12)
     refuses_a_prompt_too_long(p, widget, "tx-beam-search", tokenizer, manifest()["config"]["n_positions"], 12)
 
     # Stop: pressed at once, the search ends after the step in progress and lists what it has.
     widget.locator("textarea").fill("The model")
-    settings(widget, beams=8, maxNewTokens=64, endToken="none")
+    set_fields(widget, beams=8, maxNewTokens=64, endToken="none")
     runs = int(widget.get_attribute("data-runs"))
     widget.evaluate("el => { el.shadowRoot.querySelector('button.go').click(); el.shadowRoot.querySelector('button.stop').click(); }")
     p.wait_for_function(f"() => Number(document.querySelector('tx-beam-search').dataset.runs) > {runs}")
@@ -149,6 +138,6 @@ def test_limits_stop_and_a_phone(tab, tokenizer):
     assert widget.locator(".steps > li").count() == steps
 
     # A finished search fits a phone: nothing sticks out sideways at 375 px.
-    settings(widget, beams=4, maxNewTokens=12, endToken="period")
+    set_fields(widget, beams=4, maxNewTokens=12, endToken="period")
     search(p, widget, "tx-beam-search")
     fits_a_phone(p, widget, "Finished hypotheses")

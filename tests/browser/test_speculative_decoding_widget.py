@@ -24,7 +24,7 @@ from model_export.gpt2 import GPT2Config
 from model_export.runtime import OrtGPT2, prompt_outputs
 from model_export.speculative import greedy_decode, speculative_decode
 from served import manifest, model_dir
-from widget_checks import fits_a_phone, refuses_a_prompt_too_long, refuses_out_of_range
+from widget_checks import fits_a_phone, press_go, refuses_a_prompt_too_long, refuses_out_of_range, set_fields
 
 pytestmark = pytest.mark.browser
 
@@ -49,19 +49,21 @@ def logits_fn(spec: dict, variant: str, config: dict):
     return lambda ids: prompt_outputs(runner, list(ids))["logits"][0].astype(np.float64)
 
 
-def settings(widget, **values):
-    for name, value in values.items():
-        field = widget.locator(f'[name="{name}"]')
-        if field.get_attribute("type") == "checkbox":
-            field.set_checked(bool(value))
-        else:
-            field.fill(str(value))
+def softmax(logits: np.ndarray) -> np.ndarray:
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
+def shown_probs(row) -> list[tuple[float, float | None]]:
+    """(draft, model) probability of each proposal a round shows; None where the model did not check it."""
+    return [
+        (float(q), None if p is None else float(p))
+        for q, p in row.locator(".tok[data-fate]").evaluate_all("els => els.map((e) => [e.dataset.draftProb, e.dataset.targetProb ?? null])")
+    ]
 
 
 def decode(p, widget, timeout=180_000):
-    runs = int(widget.get_attribute("data-runs"))
-    widget.locator("button.go").click()
-    p.wait_for_function(f"() => Number(document.querySelector('{WIDGET}').dataset.runs) > {runs}", timeout=timeout)
+    press_go(p, widget, WIDGET, timeout)
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -73,7 +75,7 @@ def test_greedy_is_the_references_and_the_models_own(tab, tokenizer, case):
     served = manifest()
     assert next(v for v in served["variants"] if v["name"] == variant)["batch_invariant"], variant
     widget.locator("textarea").fill(prompt)
-    settings(widget, gamma=gamma, maxNewTokens=new_tokens, temperature=0, compare=True)
+    set_fields(widget, gamma=gamma, maxNewTokens=new_tokens, temperature=0, compare=True)
     decode(p, widget)
     assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
 
@@ -109,6 +111,10 @@ def test_greedy_is_the_references_and_the_models_own(tab, tokenizer, case):
         assert row.locator(".tok.refused").count() == (1 if a < k else 0)
         assert row.locator(".tok.model").count() == 1
         assert row.locator(".n").inner_text() == f"round {i + 1} · {a}/{k}"
+        # Greedy: both distributions are their argmax, so a kept proposal had 1 and 1, the refused
+        # one 1 from the draft and 0 from the model, and the model never checked the rest.
+        want_probs = [(1.0, 1.0)] * a + [(1.0, 0.0)] * (1 if a < k else 0) + [(1.0, None)] * (k - a - 1 if a < k else 0)
+        assert shown_probs(row) == want_probs, (i, shown_probs(row))
     summary = widget.locator(".summary").inner_text()
     assert f"{new_tokens} tokens from {len(want.proposed)} passes of the model: {new_tokens / len(want.proposed):.2f} tokens a pass" in summary
     assert f"{kept} of {proposed} proposals kept ({round(100 * kept / proposed)}%)" in summary
@@ -124,7 +130,7 @@ def test_sampling_limits_stop_faults_and_a_phone(tab, tokenizer):
     status = widget.locator(".status")
 
     # Sampling: every round keeps a prefix and adds one token; a refusal's token is the model's.
-    settings(widget, gamma=3, maxNewTokens=20, temperature=1, seed=5, compare=True)
+    set_fields(widget, gamma=3, maxNewTokens=20, temperature=1, seed=5, compare=True)
     decode(p, widget)
     assert widget.get_attribute("data-state") == "ready", status.inner_text()
     tokens = json.loads(widget.get_attribute("data-tokens"))
@@ -132,10 +138,34 @@ def test_sampling_limits_stop_faults_and_a_phone(tab, tokenizer):
     accepted = json.loads(widget.get_attribute("data-accepted"))
     assert len(tokens) == 20 == sum(accepted) + len(proposed)
     assert all(0 <= a <= k <= 3 for a, k in zip(accepted, proposed, strict=True))
-    assert "only the distribution is the same" in widget.locator(".summary").inner_text() or "the same text" in widget.locator(".summary").inner_text()
-    for cell in widget.locator(".rounds .tok.kept, .rounds .tok.refused").all():  # both models' probabilities, in words
-        label = cell.get_attribute("aria-label")
-        assert "draft " in label and ", model " in label, label
+    alone = json.loads(widget.get_attribute("data-alone-tokens"))
+    first = next((i for i, (x, y) in enumerate(zip(alone, tokens, strict=True)) if x != y), None)
+    verdict = "the same text" if first is None else f"a different sample from token {first + 1} on"
+    assert f"The model alone: {verdict}" in widget.locator(".summary").inner_text()
+
+    # Each probability shown is the draft's and the model's softmax at that point of the text, as
+    # onnxruntime computes them on the same graphs (a proposal after a refusal: the draft's only).
+    served = manifest()
+    variant = widget.get_attribute("data-variant")
+    target = logits_fn(served, variant, served["config"])
+    draft = logits_fn(served["draft"], variant, served["draft"]["config"])
+    prompt_ids = tokenizer.encode(widget.locator("textarea").input_value())
+    rows = widget.locator(".rounds > li")
+    written = 0  # tokens written before the round
+    for r, (a, k) in enumerate(zip(accepted, proposed, strict=True)):
+        shown = shown_probs(rows.nth(r))
+        proposals = rows.nth(r).locator(".tok[data-fate]").evaluate_all("els => els.map((e) => Number(e.dataset.token))")
+        assert len(proposals) == k and proposals[:a] == tokens[written : written + a]
+        for i, (x, (q_shown, p_shown)) in enumerate(zip(proposals, shown, strict=True)):
+            ids = prompt_ids + tokens[:written] + proposals[:i]
+            assert q_shown == pytest.approx(softmax(draft(ids)[-1])[x], abs=1e-4), (r, i)
+            if i <= a:
+                assert p_shown == pytest.approx(softmax(target(ids)[-1])[x], abs=1e-4), (r, i)
+            else:
+                assert p_shown is None, (r, i)
+        labels = rows.nth(r).locator(".tok.kept, .tok.refused").evaluate_all("els => els.map((e) => e.getAttribute('aria-label'))")
+        assert all("draft " in label and ", model " in label for label in labels), labels
+        written += a + 1
 
     # Out-of-range settings are refused with the range, and Decode waits for a valid value.
     cases = [
@@ -144,15 +174,15 @@ def test_sampling_limits_stop_faults_and_a_phone(tab, tokenizer):
         ("maxNewTokens", "65", "Max new tokens must be a whole number from 1 to 64"),
         ("temperature", "3", "The temperature must be a number from 0 to 2"),
     ]
-    refuses_out_of_range(widget, settings, cases, {"gamma": "4", "maxNewTokens": "12", "temperature": "0"})
+    refuses_out_of_range(widget, cases, {"gamma": "4", "maxNewTokens": "12", "temperature": "0"})
 
     # A prompt and length the model cannot hold: the worker's message gives the numbers.
-    settings(widget, maxNewTokens=12)
+    set_fields(widget, maxNewTokens=12)
     refuses_a_prompt_too_long(p, widget, WIDGET, tokenizer, manifest()["config"]["n_positions"], 12)
 
     # Stop: pressed at once, the run ends after the round in progress and shows what it wrote.
     widget.locator("textarea").fill("The model")
-    settings(widget, gamma=1, maxNewTokens=64, compare=True)
+    set_fields(widget, gamma=1, maxNewTokens=64, compare=True)
     runs = int(widget.get_attribute("data-runs"))
     widget.evaluate("el => { el.shadowRoot.querySelector('button.go').click(); el.shadowRoot.querySelector('button.stop').click(); }")
     p.wait_for_function(f"() => Number(document.querySelector('{WIDGET}').dataset.runs) > {runs}")
@@ -164,7 +194,7 @@ def test_sampling_limits_stop_faults_and_a_phone(tab, tokenizer):
 
     # A finished run fits a phone: nothing sticks out sideways at 375 px.
     widget.locator("textarea").fill("The attention weights of a head")
-    settings(widget, gamma=4, maxNewTokens=16)
+    set_fields(widget, gamma=4, maxNewTokens=16)
     decode(p, widget)
     fits_a_phone(p, widget, "tokens a pass")
 
@@ -176,7 +206,7 @@ def test_a_missing_draft_file_offers_retry(page):
     fault = FileFault(page.page, f"**/{prefix}draft/**", "404", lambda path: path.removeprefix(prefix) in files)
     p = page.goto(PAGE)
     widget = model_widget_ready(p, WIDGET)
-    settings(widget, maxNewTokens=6)
+    set_fields(widget, maxNewTokens=6)
     decode(p, widget)
     assert widget.get_attribute("data-state") == "error"
     assert "HTTP 404" in widget.locator(".status").inner_text()
@@ -200,7 +230,7 @@ def test_a_model_built_without_a_draft_says_how_to_build_one(page):
     serve_patched_manifest(page.page, patched)
     p = page.goto(PAGE)
     widget = model_widget_ready(p, WIDGET)
-    settings(widget, maxNewTokens=6)
+    set_fields(widget, maxNewTokens=6)
     decode(p, widget)
     assert widget.get_attribute("data-state") == "error"
     words = f"The {manifest()['name']} model was built without a draft model; rebuild it with model-export all (its --draft-blocks option)."
@@ -216,7 +246,7 @@ def test_webgpu_keeps_the_models_greedy_text(webgpu_page):
     assert p.evaluate("async () => !!(navigator.gpu && await navigator.gpu.requestAdapter())"), "no WebGPU adapter even with --enable-unsafe-webgpu"
     widget = model_widget_ready(p, WIDGET, timeout=240_000)
     assert widget.get_attribute("data-backend") == "webgpu"
-    settings(widget, gamma=2, maxNewTokens=5, temperature=0, compare=True)
+    set_fields(widget, gamma=2, maxNewTokens=5, temperature=0, compare=True)
     decode(p, widget, timeout=300_000)
     assert widget.get_attribute("data-state") == "ready", widget.locator(".status").inner_text()
     tokens = json.loads(widget.get_attribute("data-tokens"))

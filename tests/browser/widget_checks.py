@@ -95,8 +95,8 @@ def shown_text(widget) -> str:
 # ----- a model widget's limits, as its reader meets them (the run widgets: beam search, speculative decoding, ...)
 
 
-def refuses_out_of_range(widget, set_fields, cases, valid: dict) -> None:
-    """Each `(field, value, words)` of `cases`, typed with `set_fields(widget, **{field: value})`:
+def refuses_out_of_range(widget, cases, valid: dict) -> None:
+    """Each `(field, value, words)` of `cases`, typed in (`set_fields`):
     the status says `words`, the field is marked invalid and Go is disabled; the field's `valid`
     value then makes the widget ready again."""
     status = widget.locator(".status")
@@ -135,3 +135,23 @@ def fits_a_phone(p, widget, words: str) -> None:
     for bad in ("undefined", "NaN", "[object", "null"):
         assert bad not in text, bad
     p.set_viewport_size(size)
+
+
+def set_fields(widget, **values) -> None:
+    """Set a widget's fields by name as a reader would: choose in a select, tick or untick a
+    checkbox, type into the rest."""
+    for name, value in values.items():
+        field = widget.locator(f'[name="{name}"]')
+        if field.evaluate("el => el.tagName") == "SELECT":
+            field.select_option(str(value))
+        elif field.get_attribute("type") == "checkbox":
+            field.set_checked(bool(value))
+        else:
+            field.fill(str(value))
+
+
+def press_go(p, widget, selector: str, timeout: int = 180_000) -> None:
+    """Press a run widget's Go button and wait until that run has ended (`data-runs` counts it)."""
+    runs = int(widget.get_attribute("data-runs"))
+    widget.locator("button.go").click()
+    p.wait_for_function(f"(sel) => Number(document.querySelector(sel).dataset.runs) > {runs}", arg=selector, timeout=timeout)
