@@ -222,8 +222,8 @@ def test_the_runtime_page_says_of_speculative_decoding_what_its_json_shows(name)
         assert all(r["steps"] == report["new_tokens"] for r in mine)
         if alone == "greedy":
             assert row["same_as_greedy"] and all(r["same_as_greedy"] for r in mine)
-    if name == "decoding-speculative-small-random":  # "well under twice", "about a third", "no faster"
+    if name == "decoding-speculative-small-random":  # "less than twice", "about a third", "no faster"
         step = rows["greedy"]["step_ms"]["median"]
-        assert rows["speculative-4"]["target_pass_ms"]["median"] < 1.8 * step
+        assert rows["speculative-4"]["target_pass_ms"]["median"] < 2 * step
         assert 0.25 < rows["speculative-4"]["draft_pass_ms"]["median"] / step < 0.42
         assert rows["speculative-4-sampled"]["speedup"] < 1.05
