@@ -189,7 +189,7 @@ class TxOffline extends Widget {
       row.offline = complete.length ? "yes" : stored.size ? "partly" : "no";
       row.text = complete.length ? `Yes: ${complete.map((v) => v.name).join(", ")}` : stored.size ? "Partly: no variant complete" : "No";
       const draft = manifest.draft?.variants.find((v) => v.files.every((f) => stored.has(key(f))));
-      if (manifest.draft) row.text += `; the draft of speculative decoding: ${draft ? `yes (${draft.name})` : "no"}`;
+      if (manifest.draft) row.text += `; draft: ${draft ? draft.name : "no"}`; // speculative decoding's draft model
       row.draft = draft ? "yes" : manifest.draft ? "no" : "none";
       row.fullNote = complete.length ? "" : "from ";
     } catch {

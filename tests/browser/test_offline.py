@@ -291,7 +291,7 @@ def test_the_button_makes_everything_available_offline(offline_tab):
     assert "Everything is available offline." in widget.locator(".status-text").inner_text()
     print("After the button (MB):", {g: round(b / 1e6, 2) for g, (_, b) in rows.items()})
     weights = widget.locator('tr[data-group="model-weights"]')
-    assert weights.get_attribute("data-draft") == "yes" and "the draft of speculative decoding: yes" in weights.inner_text()
+    assert weights.get_attribute("data-draft") == "yes" and "; draft: q" in weights.inner_text()
 
     # The button stored what a never-visited model widget needs beyond the default variant:
     # speculative decoding's batch-invariant variant and its draft, which run offline.
