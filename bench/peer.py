@@ -25,8 +25,8 @@ export: ``config.json`` and ``generation_config.json`` from the manifest's confi
 saved by ``transformers`` from the model's ``vocab.json``/``merges.txt``, ``onnx/model.onnx`` =
 the fp32 reference graph (``.build/reference.onnx``) and ``onnx/model_quantized.onnx`` = its q8,
 made by the exporter's own ``quantize_dynamic`` conversion (``model_export.quantize``, the site's
-q8 variant). One adapter step: the reference graph also returns ``attentions.*`` and
-``hidden_states.*``, and Transformers.js fetches every output of a session, so both files are
+q8 variant). One adapter step: the reference graph also returns ``attentions.*``,
+``hidden_states.*`` and ``new.*``, and Transformers.js fetches every output of a session, so both files are
 written without them (``model_export.export.without_outputs``); the inputs (``input_ids``,
 ``attention_mask``, ``position_ids``, ``past_key_values.N.key/value``) and the other outputs
 (``logits``, ``present.N.key/value``) already have the names Transformers.js uses for gpt2.
@@ -451,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
             "site_variants": variants,
             "site_tuning": "the site's own (site_src/runtime/tuning.js)",
             "peer_dtypes": {d: f"onnx/{PEER_FILES[d]}" for d in dtypes},
-            "peer_model": "built from the fp32 reference graph without its attentions.* and hidden_states.* outputs; "
+            "peer_model": "built from the fp32 reference graph without its attentions.*, hidden_states.* and new.* outputs; "
             "q8: model_export.quantize's int8-dynamic conversion (onnxruntime.quantization.quantize_dynamic), the site's q8 variant",
             "definitions": {
                 "decode_warm_tok_s": "median over rounds of the median of two later generations (after a first one) in a cold page; "

@@ -11,6 +11,8 @@ Inputs and outputs (names follow transformers.js / optimum so browser code can r
     logits                     (batch_size, sequence_length, vocab_size)              float32
     present.{i}.key            (batch_size, n_head, total_sequence_length, head_dim)  float32
     present.{i}.value          (same)
+    new.{i}.key                (batch_size, n_head, sequence_length, head_dim)        float32
+    new.{i}.value              (same)
     attentions.{i}             (batch_size, n_head, sequence_length, total_sequence_length)  float32
     hidden_states.{j}          (batch_size, sequence_length, n_embd)                  float32
 
@@ -20,6 +22,11 @@ probabilities; ``hidden_states.0`` is the embedding sum (token + position) and
 ``hidden_states.{j}`` the residual stream after block j (1 <= j <= n_layer, before the final
 LayerNorm). ONNX Runtime computes the probabilities and the residual stream anyway, so a caller
 that does not fetch these outputs pays almost nothing for them (see ``measure.attention_cost``).
+
+``new.{i}.key/value`` are the keys and values of this call's tokens alone: the last
+``sequence_length`` positions of ``present``. A caller that keeps its own cache between steps
+(the browser's worker does) fetches these instead of ``present`` and so copies out one position
+a step instead of the whole cache. They come after every other output.
 """
 
 from __future__ import annotations
@@ -144,6 +151,7 @@ def export_onnx(model: GPT2, path: str | Path, external_data: bool = False) -> E
 
     proto = onnx.load(str(path), load_external_data=False)  # the graph; external weights stay where they are
     name_total_length(proto)
+    add_new_key_value_outputs(proto)
     onnx.save(proto, str(path))
     size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
     return ExportResult(path, size, time.perf_counter() - start)
@@ -183,7 +191,32 @@ def name_total_length(proto) -> None:
                 dim.dim_param = TOTAL
 
 
-def without_outputs(proto, prefixes: tuple[str, ...] = ("attentions.", "hidden_states.")):
+def new_key_value_names(n_layer: int) -> list[str]:
+    """Names of the outputs that hold the new tokens' keys and values, key then value per layer."""
+    return [f"new.{i}.{part}" for i in range(n_layer) for part in ("key", "value")]
+
+
+def add_new_key_value_outputs(proto) -> None:
+    """Adds the outputs ``new.{i}.key/value`` in place: the second input of each present Concat.
+
+    Each ``present.{i}.key`` is ``Concat(past_key_values.{i}.key, k)`` with ``k`` the new
+    tokens' keys (B, nh, T, hd); an Identity names ``k`` as an output of its own.
+    """
+    import onnx
+
+    present_dims = {value.name: value.type.tensor_type.shape.dim for value in proto.graph.output}
+    concats = {node.output[0]: node for node in proto.graph.node if node.op_type == "Concat" and node.output[0].startswith("present.")}
+    layers = len(concats) // 2
+    for name in new_key_value_names(layers):
+        present = name.replace("new.", "present.")
+        concat = concats[present]
+        proto.graph.node.append(onnx.helper.make_node("Identity", [concat.input[1]], [name], name=f"{name}/identity"))
+        shape = [d.dim_param or d.dim_value for d in present_dims[present]]
+        shape[2] = SEQUENCE
+        proto.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape))
+
+
+def without_outputs(proto, prefixes: tuple[str, ...] = ("attentions.", "hidden_states.", "new.")):
     """A copy of the graph whose outputs starting with ``prefixes`` are dropped (nodes unchanged)."""
     import onnx
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .export import io_names
+from .export import io_names, new_key_value_names
 from .gpt2 import GPT2, GPT2Config
 
 
@@ -105,10 +105,15 @@ class TorchGPT2:
 
     @torch.no_grad()
     def run_all(self, input_ids, attention_mask, position_ids, past) -> dict[str, np.ndarray]:
-        """One forward pass returning every output the module produces, named as in the graph."""
+        """One forward pass returning every output the graph has, named as in the graph: the
+        module's own, then ``new.{i}.key/value``, the last ``T`` positions of its present."""
         args = [torch.from_numpy(np.ascontiguousarray(a)) for a in (input_ids, attention_mask, position_ids, *past)]
         _, names = io_names(self.config.n_layer, self.model.output_attentions, self.model.output_hidden_states)
-        return {name: t.numpy() for name, t in zip(names, self.model(*args), strict=True)}
+        outputs = {name: t.numpy() for name, t in zip(names, self.model(*args), strict=True)}
+        T = input_ids.shape[1]
+        for name in new_key_value_names(self.config.n_layer):
+            outputs[name] = outputs[name.replace("new.", "present.")][:, :, -T:]  # (B, nh, T, hd)
+        return outputs
 
     def run(self, input_ids: np.ndarray, attention_mask: np.ndarray, position_ids: np.ndarray, past: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
         """One forward pass. Returns logits (B, T, V) and present, ``2 * n_layer`` (B, nh, P+T, hd)."""

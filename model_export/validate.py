@@ -243,7 +243,7 @@ def check_onnx(ort_runner: OrtGPT2, torch_runner: TorchGPT2, tolerances: Toleran
     for step, (o, t) in enumerate(zip(ort_out, torch_out, strict=True)):
         label = "prefill (past 0)" if step == 0 else f"decode (past {prompt_len})"
         kinds = {"logits": ["logits"]}
-        for prefix in ("present", "attentions", "hidden_states"):
+        for prefix in ("present", "new", "attentions", "hidden_states"):
             names = [n for n in o if n.startswith(prefix + ".")]
             if names:
                 kinds[prefix] = names

@@ -26,7 +26,10 @@
  * The graph's inputs are input_ids, attention_mask, position_ids and
  * past_key_values.{i}.key/value of shape (1, n_head, past, head_dim); its outputs
  * logits and present.{i}.key/value (past + new positions), optionally attentions.{i}
- * and hidden_states.{i}. An empty past (past = 0) makes the same graph do the prefill.
+ * and hidden_states.{i}, and new.{i}.key/value (the new positions alone). An empty past
+ * (past = 0) makes the same graph do the prefill. On WASM the worker holds the cache of a
+ * generation itself when the graph has the new.* outputs (kv-cache.js); on WebGPU it stays on
+ * the GPU as present tensors.
  * A model loaded with `needs: ["inspect"]` runs the variant's inspect graph instead: the same
  * weights with the probes of model_export/probes.py (its extra inputs and outputs).
  */
@@ -47,6 +50,7 @@ import { TokenMask, VocabularyTrie } from "./token-mask.js";
 import { GPT2Tokenizer } from "./tokenizer.js";
 import { checkSampling, sampleToken, summarize } from "./sampler.js";
 import { sessionOptions, withTuning } from "./tuning.js";
+import { HeldCache, passesOf } from "./kv-cache.js";
 
 const ORT_URL = new URL("ort/", vendorURL).href;
 
@@ -59,7 +63,7 @@ const ORT_URL = new URL("ort/", vendorURL).href;
 const ORT_BUNDLES = { webgpu: "ort.webgpu.min.mjs", wasm: "ort.wasm.min.mjs" };
 
 let ort = null;
-let model = null; // {session, config, backend, variant, threads, outputs, inspect, probes, presentNames, kvOnGpu}
+let model = null; // {session, config, backend, variant, threads, outputs, inspect, probes, presentNames, newNames, prefillChunk, kvOnGpu}
 const stopped = new Set(); // ids of generations asked to stop
 
 function progress(stage, message, extra = {}) {
@@ -302,6 +306,8 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     inspect: needs.includes(INSPECT), // the load asked for the inspect graph: its probes are inputs
     probes: manifest.probes, // their contract (probe-feeds.js)
     presentNames,
+    newNames: heldCacheNames(session, manifest.config, backend, tuning),
+    prefillChunk: tuning.prefillChunk,
     kvOnGpu: backend === "webgpu",
     // what loading the draft model of speculative decoding takes (draftModel)
     name: manifest.name,
@@ -359,23 +365,33 @@ const WARMUP_PROMPT = 32;
  * Failures are ignored: the reader's own request reports any real fault.
  */
 function warmUp(steps) {
-  const { config, session, presentNames } = model;
+  const { config, session } = model;
   const since = requestCount;
   const prompt = Math.min(WARMUP_PROMPT, Math.floor(config.n_positions / 2));
-  let past = null;
-  let position = 0;
-  const step = () =>
-    exclusive(async () => {
-      if (requestCount !== since || model?.session !== session) return false;
-      const ids = new Array(position === 0 ? prompt : 1).fill(config.eos_token_id);
-      const out = await session.run(feedsFor(ids, position, past), ["logits", ...presentNames]);
-      past = presentNames.map((name) => out[name]);
-      position += ids.length;
-      return position < prompt + steps && position < config.n_positions;
-    });
+  const runner = cachedRunner(model); // the path a generation takes
+  const tokens = new Array(prompt).fill(config.eos_token_id);
+  const step = async () => {
+    if (requestCount !== since || model?.session !== session) return false;
+    await runner.feed(tokens, 1);
+    tokens.push(config.eos_token_id);
+    return tokens.length <= prompt + steps && tokens.length < config.n_positions;
+  };
   (async () => {
     while (await step()) await yieldToEvents();
-  })().catch(() => {});
+  })()
+    .catch(() => {})
+    .finally(() => runner.release());
+}
+
+/**
+ * The graph's new.{i}.key/value outputs, in cache order, when the worker holds the cache itself
+ * (WASM, `tuning.heldCache`, a graph that has them); else null, and present is fed back as past.
+ */
+function heldCacheNames(session, config, backend, tuning) {
+  if (backend !== "wasm" || !tuning.heldCache) return null;
+  const names = [];
+  for (let i = 0; i < config.n_layer; i++) names.push(`new.${i}.key`, `new.${i}.value`);
+  return names.every((name) => session.outputNames.includes(name)) ? names : null;
 }
 
 function requireModel() {
@@ -396,17 +412,10 @@ function checkPrompt(ids, config) {
 const int64 = (values) => BigInt64Array.from(values, BigInt);
 const float32Tensor = (data, dims) => new ort.Tensor("float32", data, [1, ...dims]);
 
-/** Feeds for `ids` placed after `pastLength` cached positions (an inspect graph's probes neutral). */
-function feedsFor(ids, pastLength, past) {
-  const feeds = batchFeeds([ids], pastLength, past);
-  // an inspect graph's probes, neutral: it then computes what the variant's graph computes
-  if (model.inspect) Object.assign(feeds, probeFeeds(model.probes, model.config, ids.length, {}, float32Tensor));
-  return feeds;
-}
-
 /**
  * Feeds for a batch of `rows` (token ids, all of one length), each after `pastLength` cached positions.
  * `session` is the model whose graph takes them: the model, or its draft (`{config, presentNames}`).
+ * An inspect graph's probes are fed neutral: it then computes what the variant's graph computes.
  */
 function batchFeeds(rows, pastLength, past, session = model) {
   const { config } = session;
@@ -424,6 +433,7 @@ function batchFeeds(rows, pastLength, past, session = model) {
     const input = name.replace("present.", "past_key_values.");
     feeds[input] = past ? past[k] : new ort.Tensor("float32", new Float32Array(0), [B, config.n_head, 0, headDim]); // (B, nh, P, hd)
   });
+  if (session.inspect) Object.assign(feeds, probeFeeds(session.probes, config, T, {}, float32Tensor));
   return feeds;
 }
 
@@ -474,7 +484,7 @@ async function forward({ ids, attentions = false, hiddenStates = false, allPosit
     extra[key] = names;
     fetchNames.push(...names);
   }
-  const out = await exclusive(() => session.run(feedsFor(ids, 0, null), fetchNames));
+  const out = await exclusive(() => session.run(batchFeeds([ids], 0, null), fetchNames));
   const result = {};
   if (allPositions) {
     const logits = await takeTensor(out.logits);
@@ -492,14 +502,6 @@ async function forward({ ids, attentions = false, hiddenStates = false, allPosit
     }
   }
   return result;
-}
-
-/** Run `ids` after the cached positions; returns last-position logits and the new cache. */
-async function step(ids, pastLength, past) {
-  const { session, presentNames, kvOnGpu } = model;
-  const out = await exclusive(() => session.run(feedsFor(ids, pastLength, past), ["logits", ...presentNames]));
-  if (past && kvOnGpu) past.forEach((t) => t.dispose());
-  return { logits: await lastRow(out.logits), present: presentNames.map((n) => out[n]) };
 }
 
 /** A run's seed: the one asked for, checked, or a fresh random one. */
@@ -593,8 +595,11 @@ async function generate({ id, ids, options = {} }) {
   if (guide) checkRoom(guide, limit);
   const rng = new Rng(seed);
   const started = performance.now();
-  let { logits, present } = await step(ids, 0, null); // prefill: the whole prompt at once
+  const runner = cachedRunner(model);
+  const tokens = [...ids];
+  let [logits] = await runner.feed(tokens, 1); // prefill: the whole prompt (in passes of tuning.prefillChunk)
   const prefillMs = performance.now() - started;
+  const prefillRuns = runner.runs;
   let firstTokenAt = 0;
   let reason = "max_tokens";
   let count = 0;
@@ -644,11 +649,12 @@ async function generate({ id, ids, options = {} }) {
         reason = limit < maxNewTokens ? "context" : "max_tokens";
         break;
       }
-      ({ logits, present } = await step([pick.id], ids.length + n, present));
+      tokens.push(pick.id);
+      [logits] = await runner.feed(tokens, 1);
       await yieldToEvents();
     }
   } finally {
-    if (model.kvOnGpu) present.forEach((t) => t.dispose());
+    runner.release();
     stopped.delete(id);
   }
   const ended = performance.now();
@@ -662,6 +668,8 @@ async function generate({ id, ids, options = {} }) {
     prefillMs,
     totalMs: ended - started,
     tokensPerSecond: count > 1 && decodeSeconds > 0 ? (count - 1) / decodeSeconds : null,
+    cache: runner.held ? "held" : "present", // where the key-value cache lived between steps
+    prefillRuns, // session runs of the prefill (tuning.prefillChunk)
   };
 }
 
@@ -809,6 +817,8 @@ async function openDraft(target, report) {
     session: opened.session,
     config: spec.config,
     presentNames,
+    newNames: heldCacheNames(opened.session, spec.config, target.backend, tuning),
+    prefillChunk: tuning.prefillChunk,
     variant: opened.variant.name,
     blocks: spec.blocks,
     bytes: opened.bytes.fromCache + opened.bytes.fromNetwork,
@@ -816,13 +826,15 @@ async function openDraft(target, report) {
 }
 
 /**
- * The logits of the last `n` positions of the batch's one row, each a Float32Array(vocab_size)
- * view of the data read out, not a copy: read them before the session runs again.
+ * The logits of the last `n` positions of the batch's one row, each a Float32Array(vocab_size):
+ * views of the data read out when the pass had only those positions, else copies (a view would
+ * keep a long prompt's logits of every position alive).
  */
 async function lastPositions(logitsTensor, n) {
   const [, T, V] = logitsTensor.dims; // (1, T, V)
   const all = await logitsTensor.getData();
-  const rows = Array.from({ length: n }, (_, i) => all.subarray((T - n + i) * V, (T - n + i + 1) * V));
+  const take = T === n ? "subarray" : "slice";
+  const rows = Array.from({ length: n }, (_, i) => all[take]((T - n + i) * V, (T - n + i + 1) * V));
   logitsTensor.dispose?.();
   return rows;
 }
@@ -845,14 +857,47 @@ async function cropCache(present, length) {
 /**
  * A model (the target or its draft) with its own cache: `feed(tokens, n)` runs the tokens not
  * yet cached and returns the logits of the last `n` positions; `crop(length)` forgets the
- * cached positions from `length` on. `ms` and `passes` count its runs.
+ * cached positions from `length` on. `ms` and `passes` count its feeds. The worker holds the
+ * cache itself where the graph allows (`runner.newNames`, kv-cache.js), else it is the last
+ * pass's present tensors. Tokens beyond `runner.prefillChunk` run in several passes (kv-cache.js
+ * passesOf): a long prompt's intermediate tensors then stay small.
  */
 function cachedRunner(runner) {
-  let past = null;
-  let cached = 0; // positions in `past`
+  const held = runner.newNames ? new HeldCache(runner.config) : null;
+  let past = null; // the present tensors of the last pass, when the cache is not held
+  let cached = 0; // positions cached
+  /** One pass over `ids` after the cached positions; the logits of its last `n` (none for 0). */
+  async function pass(ids, n) {
+    const fetches = [...(n > 0 ? ["logits"] : []), ...(held ? runner.newNames : runner.presentNames)];
+    let feeds;
+    if (held) {
+      const { past: buffers, mask } = held.inputs(ids.length);
+      feeds = batchFeeds(
+        [ids],
+        cached,
+        buffers.map(({ data, dims }) => new ort.Tensor("float32", data, dims)),
+        runner,
+      ); // (1, nh, capacity, hd)
+      feeds.attention_mask = new ort.Tensor("int64", mask, [1, mask.length]); // (1, capacity + T): 0 on free positions
+    } else {
+      feeds = batchFeeds([ids], cached, past, runner);
+    }
+    const out = await exclusive(() => runner.session.run(feeds, fetches));
+    if (held) {
+      held.append(await Promise.all(runner.newNames.map((name) => out[name].getData())), ids.length);
+    } else {
+      releaseGpu(past);
+      past = runner.presentNames.map((name) => out[name]);
+    }
+    cached += ids.length;
+    state.runs++;
+    return n > 0 ? lastPositions(out.logits, n) : null;
+  }
   const state = {
     ms: 0,
-    passes: 0,
+    passes: 0, // feeds
+    runs: 0, // session runs (a long feed takes several)
+    held: held !== null,
     get cached() {
       return cached;
     },
@@ -860,18 +905,17 @@ function cachedRunner(runner) {
     async feed(tokens, n) {
       const ids = tokens.slice(cached);
       const started = performance.now();
-      const out = await exclusive(() => runner.session.run(batchFeeds([ids], cached, past, runner), ["logits", ...runner.presentNames]));
-      releaseGpu(past);
-      past = runner.presentNames.map((name) => out[name]);
-      cached += ids.length;
-      const rows = await lastPositions(out.logits, n);
+      const parts = passesOf(ids.length, n, runner.prefillChunk);
+      let rows;
+      for (const [from, to] of parts) rows = await pass(ids.slice(from, to), to === ids.length ? n : 0);
       state.ms += performance.now() - started;
       state.passes++;
       return rows;
     },
     async crop(length) {
       if (length >= cached) return;
-      past = await cropCache(past, length);
+      if (held) held.crop(length);
+      else past = await cropCache(past, length);
       cached = length;
     },
     release() {
@@ -978,7 +1022,7 @@ async function inspect({ ids, probes = {}, want = [], lastOnly = false }) {
   if (unknown) throw tagged(`The inspect graph has no output “${unknown}”.`, "input");
   let feeds;
   try {
-    feeds = { ...feedsFor(ids, 0, null), ...probeFeeds(model.probes, config, ids.length, probes, float32Tensor) };
+    feeds = { ...batchFeeds([ids], 0, null), ...probeFeeds(model.probes, config, ids.length, probes, float32Tensor) };
   } catch (err) {
     throw tagged(err.message, "input");
   }

@@ -150,7 +150,7 @@ class GenerationRun extends StreamedRun {
           tokens.push(token);
           return token;
         },
-        /** {reason, message, seed, promptTokens, newTokens, tokensPerSecond, prefillMs, totalMs, tail} */
+        /** {reason, message, seed, promptTokens, newTokens, tokensPerSecond, prefillMs, totalMs, cache, prefillRuns, tail} */
         summarize: (summary) => ({ ...summary, tail: decoder.flush(), message: endMessage(summary) }),
       },
     );

@@ -34,6 +34,13 @@
  *   is ready, after a prefill of a short prompt, so that the browser has compiled the kernels'
  *   hot code before the reader's first generation; the warm-up stops at the page's first
  *   request, so it never delays one by more than a step (model-worker.js warmUp).
+ * @property {boolean} heldCache on WASM, let the worker hold a generation's key-value cache
+ *   (kv-cache.js) and fetch only each pass's new keys and values, instead of copying the
+ *   whole cache out of onnxruntime as `present` after every step (and in again as `past`).
+ *   Needs a graph with the new.{i}.key/value outputs; without them the cache is `present`.
+ * @property {number} prefillChunk most prompt tokens a pass (0: the whole prompt at once):
+ *   a long prompt then runs in several passes whose logits and attention scores are that
+ *   much smaller.
  */
 
 /** @type {Readonly<Tuning>} */
@@ -46,6 +53,8 @@ export const TUNING = Object.freeze({
   memArena: true,
   foldDequantize: true,
   warmupSteps: 64,
+  heldCache: true,
+  prefillChunk: 256,
 });
 
 const CHOICES = {

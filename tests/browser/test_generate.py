@@ -213,3 +213,39 @@ def test_missing_model_file_shows_retry_button(page):
     settings(widget, max_new_tokens=4, temperature=0)
     ids, _ = generate(p, widget)
     assert len(ids) == 4
+
+
+# The worker's two ways of keeping the cache between steps (tuning.js heldCache: held by the
+# worker, kv-cache.js, or fed back as present) and a prompt run in several passes
+# (prefillChunk), on a prompt longer than a pass and than one growth of the held cache
+# (KV_GROWTH, 64 positions), with decoding across the next growth: the same greedy tokens and
+# probabilities as the reference, which feeds present back in one pass.
+CACHE_CASES = [  # (tuning, where the cache lived, session runs of a 150-token prefill)
+    ({}, "held", 1),  # the site's own: 256 tokens a pass
+    ({"prefillChunk": 48}, "held", 4),  # 48 + 48 + 48 + 6
+    ({"heldCache": False, "prefillChunk": 48}, "present", 4),
+    ({"heldCache": False, "prefillChunk": 0}, "present", 1),
+]
+CACHE_PROMPT, CACHE_NEW_TOKENS = 150, 50  # the held cache grows from 192 to 256 positions at the 43rd
+GENERATE_WITH = """async ([variant, tuning, ids, count]) => {
+  const { loadModel } = await import(new URL('/assets/tx/runtime/model.js', location.href).href);
+  const model = await loadModel({ backend: 'wasm', variant, tuning });
+  const run = model.generate(ids, { maxNewTokens: count, temperature: 0, stopAtEos: false, alternatives: 0 });
+  const tokens = [];
+  for await (const token of run) tokens.push([token.id, token.prob]);
+  const { cache, prefillRuns, reason } = await run.result;
+  return { tokens, cache, prefillRuns, reason };
+}"""
+
+
+@pytest.mark.parametrize("tuning, cache, runs", CACHE_CASES, ids=lambda v: json.dumps(v) if isinstance(v, dict) else str(v))
+def test_the_cache_held_or_fed_back_and_a_prompt_in_passes_match_the_reference(tab, tokenizer, tuning, cache, runs):
+    variant = exact_variant(manifest(), "wasm")
+    text = tokenizer.encode(" The Transformer reads a whole text at once, and every layer mixes the positions.")
+    ids = (text * (CACHE_PROMPT // len(text) + 1))[:CACHE_PROMPT]
+    p = tab.visit(PAGE)
+    got = p.evaluate(GENERATE_WITH, [variant, tuning, ids, CACHE_NEW_TOKENS])
+    assert (got["cache"], got["prefillRuns"], got["reason"]) == (cache, runs, "max_tokens")
+    want = reference(variant).generate(ids, max_new_tokens=CACHE_NEW_TOKENS, temperature=0, stop_at_eos=False)
+    assert [t for t, _ in got["tokens"]] == [t for t, _ in want]
+    assert [q for _, q in got["tokens"]] == pytest.approx([q for _, q in want], abs=1e-5)

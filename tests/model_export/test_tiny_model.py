@@ -200,7 +200,8 @@ def test_manifest_variants_follow_the_shared_format(build_dir, manifest):
         outputs = [o.name for o in proto.graph.output]
         assert variant["outputs"] == outputs
         assert outputs[:5] == ["logits", "present.0.key", "present.0.value", "present.1.key", "present.1.value"]
-        assert outputs[5:] == ["attentions.0", "attentions.1", "hidden_states.0", "hidden_states.1", "hidden_states.2"]
+        assert outputs[5:10] == ["attentions.0", "attentions.1", "hidden_states.0", "hidden_states.1", "hidden_states.2"]
+        assert outputs[10:] == ["new.0.key", "new.0.value", "new.1.key", "new.1.value"]
         assert variant["validation"]["passed"] is True
         assert {"kl", "top1", "top5", "ppl_ratio", "cache_kl"} <= set(variant["validation"])
     assert manifest["default_variants"] == {"webgpu": "q4", "wasm": "q8x"}
@@ -254,8 +255,9 @@ def test_every_graph_has_the_same_float32_signature(build_dir, variant):
         for kv in ("key", "value"):
             assert inputs[f"past_key_values.{i}.{kv}"] == ("tensor(float)", ["batch_size", N_HEAD, "past_sequence_length", HEAD_DIM])
             assert outputs[f"present.{i}.{kv}"] == ("tensor(float)", ["batch_size", N_HEAD, "total_sequence_length", HEAD_DIM])
+            assert outputs[f"new.{i}.{kv}"] == ("tensor(float)", ["batch_size", N_HEAD, "sequence_length", HEAD_DIM])
         assert outputs[f"attentions.{i}"][0] == "tensor(float)"
-    assert len(inputs) == 3 + 2 * N_LAYER and len(outputs) == 1 + 2 * N_LAYER + N_LAYER + N_LAYER + 1
+    assert len(inputs) == 3 + 2 * N_LAYER and len(outputs) == 1 + 2 * N_LAYER + N_LAYER + N_LAYER + 1 + 2 * N_LAYER
 
 
 def operators(path: Path) -> set[str]:
