@@ -10,6 +10,7 @@ browser tables too):
       <!-- bench: browser decode -->      one row per variant, tuning and thread count
       <!-- bench: browser prefill -->     prefill of 128 and 512 tokens against native
       <!-- bench: browser context -->     decode after 32, 512 and 1,000 cached positions
+      <!-- bench: browser cache -->       the same for every tuning, with the memory then
       <!-- bench: browser setup -->       one line: machine, versions, commit, repeats, date
       <!-- bench: worker python -->       the Python runtime's cold start and call round trip
       <!-- bench: export native -->       every exported variant's size and native decode speed
@@ -166,6 +167,29 @@ def context_table(report: dict) -> str:
             ]
         )
     return table(["form", "threads", "tok/s after 32", "after 512", "after 1,000", "1,000 / 32", "native after 512 / 1,000"], rows)
+
+
+def cache_table(report: dict) -> str:
+    """Every tuning's decoding after long cached contexts and its memory then (the key-value
+    cache's settings side by side: tuning.js heldCache, prefillChunk)."""
+    rows = []
+    for r in report["summary"]:
+        if "error" in r or "decode_after_1000_tok_s" not in r:
+            continue
+        rows.append(
+            [
+                label(r, report),
+                str(r["threads"]),
+                ranged(r["decode_warm_tok_s_spread"]),
+                ranged(r["decode_after_512_tok_s"]),
+                ranged(r["decode_after_1000_tok_s"]),
+                number(r["decode_after_1000_tok_s"]["median"] / r["decode_warm_tok_s"], 2),
+                ranged(r["peak_browser_memory_long_contexts_mb"], 0),
+                ranged(r["prefill_512_ms"], 0),
+            ]
+        )
+    header = ["form, settings", "threads", "tok/s after 32", "after 512", "after 1,000", "1,000 / 32", "peak memory then, MB", "prefill of 512, ms"]
+    return table(header, rows)
 
 
 def measured_by(report: dict, what: str, runtimes: str) -> str:
@@ -345,6 +369,7 @@ TABLES = {
     ("browser", "decode"): decode_table,
     ("browser", "prefill"): prefill_table,
     ("browser", "context"): context_table,
+    ("browser", "cache"): cache_table,
     ("browser", "setup"): setup_line,
     ("worker", "python"): python_table,
 }

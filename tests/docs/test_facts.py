@@ -65,10 +65,13 @@ def _cases():
         ("efficiency/kv-cache.md", "73,728 bytes per token", 73_728, kv.kv_cache_bytes(12, 12, 64, 1, "float32")["bytes_per_token"], 0),
         ("families/gpt3.md", r"$40 \times 128 = 5{,}120$", 5120, 40 * 128, 0),
         ("families/gpt3.md", "consistent width 5,120 (printed: 5,140)", 5120, 40 * 128, 0),
+        # the worker's held cache: what present copies each way after 1,000 positions, and a long prompt's logits
+        ("model/runtime.md", "= 74 MB each way", 74, kv.kv_cache_bytes(12, 12, 64, 1000, "float32")["total_bytes"] / 1e6, 0.5),
+        ("model/runtime.md", "whose logits alone take 201 MB", 201, 1000 * 50_257 * 4 / 1e6, 0.5),
     ]
 
 
-@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("case", range(9))
 def test_stated_numbers_match_the_code(case):
     page, phrase, stated, computed, tolerance = _cases()[case]
     assert " ".join(phrase.split()) in flat_page(page), f"{page}: phrase not found: {phrase}"
@@ -82,7 +85,7 @@ def test_printed_gpt3_13b_width_cannot_be_split_into_its_heads():
 
 
 def test_cases_are_all_run():
-    assert len(_cases()) == 7
+    assert len(_cases()) == 9
 
 
 @pytest.mark.parametrize(

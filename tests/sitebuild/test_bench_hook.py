@@ -176,6 +176,23 @@ def test_the_runtime_page_says_of_the_peer_what_peer_json_shows():
     assert q8["peak_memory_long_mb"] == min(r["peak_memory_long_mb"] for r in (site, *peers))
 
 
+def test_the_runtime_page_says_of_the_held_cache_what_browser_json_shows():
+    """ "Where the cache lives between steps": holding the cache decodes after 1,000 cached
+    positions at least 1.5 times as fast as feeding present back (medians), and prompts in
+    passes peak lower in memory than one pass in every round (the spreads do not overlap); the
+    pass and growth sizes it names are the shipped ones (tuning.js, kv-cache.js)."""
+    text = " ".join((DOCS / "model/runtime.md").read_text().split())
+    report = json.loads((BENCH_RESULTS / "browser.json").read_text())
+    site, present, whole = (bench_hook.row_of(report, f"q8x/{tuning}/2") for tuning in ("site", "present-cache", "one-pass-prefill"))
+    assert "**Holding the cache** keeps" in text
+    assert site["decode_after_1000_tok_s"]["median"] >= 1.5 * present["decode_after_1000_tok_s"]["median"]
+    assert "**Passes of 256 tokens** bring the browser's peak memory" in text
+    assert site["peak_browser_memory_long_contexts_mb"]["max"] < whole["peak_browser_memory_long_contexts_mb"]["min"]
+    assert shipped_tuning()["prefillChunk"] == 256 and "runs in passes of at most 256 tokens" in text
+    growth = re.search(r"export const KV_GROWTH = (\d+);", (ROOT / "site_src/runtime/kv-cache.js").read_text())
+    assert growth and f"grow {growth[1]} positions at a time" in text
+
+
 def test_the_runtime_page_says_of_the_decoding_methods_what_decoding_json_shows():
     """The prose of "Decoding methods, step by step": beam search's cost per step grows more
     slowly than its number of beams (every round's ratio to greedy below k, rising with k), and
