@@ -56,8 +56,13 @@ def results(name: str) -> dict:
 
 def row_of(report: dict, key: str) -> dict:
     """The summary row ``VARIANT/TUNING/THREADS`` of a browser report (a row without a tuning,
-    as ``peer.json``'s, ran the site's own: ``site``)."""
+    as ``peer.json``'s, ran the site's own: ``site``); ``DTYPE/peer/THREADS`` is a row of
+    ``peer.json``'s ``peer_summary`` (Transformers.js on that file)."""
     variant, tuning, threads = key.split("/")
+    if tuning == "peer":
+        for row in report.get("peer_summary", []):
+            if row["dtype"] == variant and row["threads"] == int(threads):
+                return row
     for row in report["summary"]:
         if row["variant"] == variant and row.get("tuning", "site") == tuning and row["threads"] == int(threads):
             return row

@@ -161,23 +161,37 @@ def test_peer_table_cells_are_the_json_medians_and_the_ratio_is_the_rounds():
 
 def test_the_runtime_page_says_of_the_peer_what_peer_json_shows():
     """The prose around the peer table: the site's download is under half the peer's smaller
-    file, both keep a like share of their speed after 1,000 cached positions, and the peer's
-    int8 file peaks lowest in memory then."""
+    file; after 1,000 cached positions the site keeps a larger share of its speed than either
+    peer file (the gap widens) and peaks lowest in memory."""
     text = " ".join((DOCS / "model/runtime.md").read_text().split())
     report = json.loads((BENCH_RESULTS / "peer.json").read_text())
     site = next(r for r in report["summary"] if r["threads"] == 2)
     peers = [p for p in report["peer_summary"] if p["threads"] == 2]
     assert "from less than half its download" in text and site["download_mb"] < 0.5 * min(p["download_mb"] for p in peers)
-    assert "Both slow down alike after 1,000 cached positions" in text
-    kept = [r["decode_after_1000_tok_s"] / r["decode_warm_tok_s"] for r in (site, *peers)]
-    assert max(kept) - min(kept) < 0.1, kept
-    assert "the peer's int8 file holds the least memory there" in text
-    q8 = next(p for p in peers if p["dtype"] == "q8")
-    assert q8["peak_memory_long_mb"] == min(r["peak_memory_long_mb"] for r in (site, *peers))
+    assert "After 1,000 cached positions the gap widens" in text
+    kept = lambda r: r["decode_after_1000_tok_s"] / r["decode_warm_tok_s"]  # noqa: E731
+    assert all(kept(site) > kept(p) for p in peers)
+    assert all(site["decode_after_1000_tok_s"] > p["decode_after_1000_tok_s"] for p in peers)
+    assert "the site holds the least memory there" in text
+    assert site["peak_memory_long_mb"] < min(p["peak_memory_long_mb"] for p in peers)
+    assert bench_hook.row_of(report, "q8/peer/2") is next(p for p in peers if p["dtype"] == "q8")
+
+
+def test_the_runtime_page_says_of_the_session_settings_what_browser_variants_json_shows():
+    """The paragraph "None of them decoded clearly faster": each other setting's spread of warm decoding
+    overlaps the site's own, so the rounds do not support adopting any."""
+    text = " ".join((DOCS / "model/runtime.md").read_text().split())
+    report = json.loads((BENCH_RESULTS / "browser-variants.json").read_text())
+    site = bench_hook.row_of(report, "q8x/site/2")["decode_warm_tok_s_spread"]
+    assert "None of them decoded clearly faster than the site's own settings" in text
+    assert "every other row's spread overlaps that range" in text
+    for tuning in ("fix-batch", "opt-extended", "bundle-webgpu", "no-spin"):
+        other = bench_hook.row_of(report, f"q8x/{tuning}/2")["decode_warm_tok_s_spread"]
+        assert other["min"] <= site["max"] and other["max"] >= site["min"], tuning
 
 
 def test_the_runtime_page_says_of_the_held_cache_what_browser_json_shows():
-    """ "Where the cache lives between steps": holding the cache decodes after 1,000 cached
+    """The section "Where the cache lives between steps": holding the cache decodes after 1,000 cached
     positions at least 1.5 times as fast as feeding present back (medians), and prompts in
     passes peak lower in memory than one pass in every round (the spreads do not overlap); the
     pass and growth sizes it names are the shipped ones (tuning.js, kv-cache.js)."""
