@@ -323,9 +323,11 @@ class InspectSession:
     def __init__(self, path: str | Path, config: dict):
         import onnxruntime as ort
 
+        from .runtime import cpu_session
+
         options = ort.SessionOptions()
         options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(path, options)  # int8 products exact, as in the browser
         self.config = config
         self.outputs = [o.name for o in self.session.get_outputs()]
 

@@ -161,75 +161,15 @@ def exact_variant(manifest: dict, backend: str) -> str:
 def graph_path(model_dir: Path, manifest: dict, variant_name: str) -> Path:
     """Path of a graph onnxruntime can open for a variant: its graph file (the data pieces sit
     beside it), or for a compact variant (q4x) the graph expanded by model_export.compact,
-    cached in the temporary directory under the index's sha256; a graph with int8 products is
-    given unsigned weights (:func:`exact_integer_products`)."""
+    cached in the temporary directory under the index's sha256."""
     import tempfile
-
-    import onnx
 
     from model_export.expand import onnx_graph
 
     variant = next(v for v in manifest["variants"] if v["name"] == variant_name)
     graph = model_dir / next(f["path"] for f in variant["files"] if f.get("role", "graph") == "graph")
     key = next((f["sha256"] for f in variant["files"] if f.get("role") == "index"), variant_name)
-    cache = Path(tempfile.gettempdir()) / "tx-expanded"
-    path = onnx_graph(graph.parent, cache / f"{key}.onnx")
-    proto = onnx.load(str(path))
-    if not exact_integer_products(proto):
-        return path
-    exact = cache / f"{key}-{variant['files'][0]['sha256'][:16]}-u8.onnx"
-    if not exact.exists():
-        onnx.save(proto, str(exact))
-    return exact
-
-
-def exact_integer_products(proto) -> bool:
-    """Gives every MatMulInteger an uint8 weight and zero point (each its int8 one + 128, by three
-    nodes that onnxruntime folds once) in place; True when there was one.
-
-    The product (A - a0)(B - b0) is unchanged, but onnxruntime then runs its uint8 x uint8
-    kernel. Its int8-weight kernel on an x86 CPU with AVX2 and no VNNI (``vpmaddubsw``)
-    saturates sums of two products at 16 bits, so there a q8 graph's logits were seen off by up
-    to 4 from the same graph's in WebAssembly, which does not saturate (nor does a VNNI CPU).
-    """
-    from onnx import TensorProto, helper
-
-    nodes = [n for n in proto.graph.node if n.op_type == "MatMulInteger" and len(n.input) == 4]
-    if not nodes:
-        return False
-    proto.graph.initializer.append(helper.make_tensor("exact.offset", TensorProto.INT32, [], [128]))
-    added, unsigned = [], {}
-    for node in nodes:
-        for slot in (1, 3):
-            name = node.input[slot]
-            if name not in unsigned:
-                unsigned[name] = f"{name}.u8"
-                added += [
-                    helper.make_node("Cast", [name], [f"{name}.i32"], to=TensorProto.INT32),
-                    helper.make_node("Add", [f"{name}.i32", "exact.offset"], [f"{name}.shifted"]),
-                    helper.make_node("Cast", [f"{name}.shifted"], [unsigned[name]], to=TensorProto.UINT8),
-                ]
-            node.input[slot] = unsigned[name]
-    proto.graph.node.extend(added)
-    topological_order(proto)
-    return True
-
-
-def topological_order(proto) -> None:
-    """Orders the graph's nodes so that each comes after the producers of its inputs."""
-    available = {i.name for i in proto.graph.input} | {t.name for t in proto.graph.initializer} | {""}
-    pending, ordered = list(proto.graph.node), []
-    while pending:
-        ready = [n for n in pending if all(i in available for i in n.input)]
-        if not ready:
-            raise ValueError("the graph has a cycle or an input nothing produces")
-        for n in ready:
-            ordered.append(n)
-            available.update(n.output)
-        done = {id(n) for n in ready}
-        pending = [n for n in pending if id(n) not in done]
-    del proto.graph.node[:]
-    proto.graph.node.extend(ordered)
+    return onnx_graph(graph.parent, Path(tempfile.gettempdir()) / "tx-expanded" / f"{key}.onnx")
 
 
 def add_variant_widget(p, tag: str, variant: str, place: str) -> str:
