@@ -416,8 +416,10 @@ const float32Tensor = (data, dims) => new ort.Tensor("float32", data, [1, ...dim
  * Feeds for a batch of `rows` (token ids, all of one length), each after `pastLength` cached positions.
  * `session` is the model whose graph takes them: the model, or its draft (`{config, presentNames}`).
  * An inspect graph's probes are fed neutral: it then computes what the variant's graph computes.
+ * `mask` is the attention mask over past then new positions when it is not all ones (a held
+ * cache's free positions, kv-cache.js).
  */
-function batchFeeds(rows, pastLength, past, session = model) {
+function batchFeeds(rows, pastLength, past, session = model, mask = null) {
   const { config } = session;
   const B = rows.length;
   const T = rows[0].length;
@@ -425,7 +427,7 @@ function batchFeeds(rows, pastLength, past, session = model) {
   const positions = Array.from({ length: T }, (_, i) => pastLength + i);
   const feeds = {
     input_ids: new ort.Tensor("int64", int64(rows.flat()), [B, T]), // (B, T)
-    attention_mask: new ort.Tensor("int64", new BigInt64Array(B * total).fill(1n), [B, total]), // (B, P + T)
+    attention_mask: new ort.Tensor("int64", mask ?? new BigInt64Array(B * total).fill(1n), [B, mask ? mask.length : total]), // (B, P + T)
     position_ids: new ort.Tensor("int64", int64(rows.flatMap(() => positions)), [B, T]), // (B, T)
   };
   const headDim = config.n_embd / config.n_head;
@@ -872,13 +874,8 @@ function cachedRunner(runner) {
     let feeds;
     if (held) {
       const { past: buffers, mask } = held.inputs(ids.length);
-      feeds = batchFeeds(
-        [ids],
-        cached,
-        buffers.map(({ data, dims }) => new ort.Tensor("float32", data, dims)),
-        runner,
-      ); // (1, nh, capacity, hd)
-      feeds.attention_mask = new ort.Tensor("int64", mask, [1, mask.length]); // (1, capacity + T): 0 on free positions
+      const pastTensors = buffers.map(({ data, dims }) => new ort.Tensor("float32", data, dims)); // (1, nh, capacity, hd)
+      feeds = batchFeeds([ids], cached, pastTensors, runner, mask); // mask (1, capacity + T): 0 on free positions
     } else {
       feeds = batchFeeds([ids], cached, past, runner);
     }
