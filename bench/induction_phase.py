@@ -16,9 +16,15 @@ draws); `phase` is the first evaluation with the second copy's loss below
 first with a layer-1 head scoring above ``--head`` (an induction head, not a smear). The JSON
 goes to ``bench/results/induction_phase.json`` (or ``--out``).
 
+``--save FILE`` also writes the last run's final weights, float32, named as `demos.backprop`
+names them, with the run's settings and last evaluation under ``recipe`` (a JSON string): the
+trained model that `demos.circuits.trained_circuits` reads its circuits from is made so
+(``demos/data/induction_model.npz``, committed).
+
 Usage::
 
     .venv/bin/python bench/induction_phase.py [--runs 32:3e-3:6000 128:1e-2:3000 ...]
+    .venv/bin/python bench/induction_phase.py --runs 128:1e-2:8000 --out /tmp/phase.json --save demos/data/induction_model.npz
 """
 
 from __future__ import annotations
@@ -122,7 +128,16 @@ def run(batch: int, lr: float, steps: int, seed: int, every: int, head: float) -
         "final": evals[-1],
         "seconds": round(time.perf_counter() - began, 1),
         "evals": evals,
+        "_params": {name: p.detach().numpy().astype(np.float32) for name, p in params.items()},
     }
+
+
+def save_weights(path: Path, result: dict, argv: list[str]) -> None:
+    """Write a run's final weights and its recipe (settings, last evaluation, command) to `path` (.npz)."""
+    recipe = {k: result[k] for k in ("batch", "lr", "steps", "seed", "phase_step", "induction_step", "final")}
+    recipe |= {"trained_by": "bench/induction_phase.py", "argv": argv, "commit": git_commit(), "torch": torch.__version__}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, recipe=np.array(json.dumps(recipe)), **result["_params"])
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -132,6 +147,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--every", type=int, default=100)
     parser.add_argument("--head", type=float, default=0.4, help="a layer-1 score above this counts as an induction head")
     parser.add_argument("--out", type=Path, default=RESULTS / "induction_phase.json")
+    parser.add_argument("--save", type=Path, help="write the last run's final weights here (.npz)")
     args = parser.parse_args(argv)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
@@ -144,6 +160,10 @@ def main(argv: list[str] | None = None) -> dict:
             flush=True,
         )
         runs.append(result)
+    if args.save:
+        save_weights(args.save, runs[-1], sys.argv[1:] if argv is None else argv)
+    for result in runs:
+        del result["_params"]
     report = {
         "benchmark": "bench/induction_phase.py",
         "argv": sys.argv[1:] if argv is None else argv,

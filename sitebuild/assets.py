@@ -110,6 +110,10 @@ def _record_hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
+# What the demos wheel holds: the package's modules and its data (the trained weights of demos/data/).
+DEMOS_WHEEL_SUFFIXES = (".py", ".npz")
+
+
 def build_demos_wheel(dst: Path, version: str) -> Path:
     """Write ``demos`` as a pure-Python wheel (deterministic bytes for the same sources).
 
@@ -119,8 +123,9 @@ def build_demos_wheel(dst: Path, version: str) -> Path:
     name = f"demos-{version}-py3-none-any.whl"
     info = f"demos-{version}.dist-info"
     files: dict[str, bytes] = {}
-    for path in sorted((ROOT / "demos").rglob("*.py")):
-        files[path.relative_to(ROOT).as_posix()] = path.read_bytes()
+    for path in sorted((ROOT / "demos").rglob("*")):
+        if path.suffix in DEMOS_WHEEL_SUFFIXES:
+            files[path.relative_to(ROOT).as_posix()] = path.read_bytes()
     files[f"{info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: demos\nVersion: {version}\nSummary: NumPy demos of the interactive Transformer textbook\nRequires-Dist: numpy\n"
     ).encode()

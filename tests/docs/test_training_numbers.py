@@ -104,3 +104,22 @@ def test_the_browser_time_of_the_induction_run():
     assert f"the work of {widget_steps:,} of the widget's steps of {widget_batch}" in page
     assert f"about {round(widget_steps / rate / 60)} minutes of training" in page
     assert f"({training.MAX_STEPS:,} steps at most)" in page
+
+
+def test_the_induction_reruns_are_the_benchmarks():
+    """in-your-browser.md: the same command run again (seed 0) and with seeds 1 and 2 (bench/results/induction_phase_rerun.json)."""
+    import json
+
+    from test_facts import ROOT
+
+    rerun = json.loads((ROOT / "bench" / "results" / "induction_phase_rerun.json").read_text(encoding="utf-8"))
+    page = flat_page("training/in-your-browser.md")
+    runs = rerun["runs"]
+    assert [(r["batch"], r["lr"], r["steps"], r["seed"]) for r in runs] == [(128, 0.01, 8000, s) for s in (0, 1, 2)]
+    assert all(r["induction_step"] is None and max(r["final"]["scores"][1]) < 0.4 for r in runs)
+    losses = ", ".join(f"{r['final']['eval_second']:.3f}" for r in runs[:2]) + f" and {runs[2]['final']['eval_second']:.3f} nats"
+    assert f"the second copy's loss fell to {losses}" in page
+    assert rerun["first_eval_differing_from_the_recorded_run"] == 200 and "agreed at step 100 and parted in the fourth decimal by step 200" in page
+    (recorded,) = [r for r in json.loads((ROOT / "bench" / "results" / "induction_phase.json").read_text())["runs"] if r["induction_step"] is not None]
+    at_200 = [next(e["eval_loss"] for e in r["evals"] if e["step"] == 200) for r in (recorded, runs[0])]
+    assert 1e-4 <= abs(at_200[0] - at_200[1]) < 1e-3  # the fourth decimal

@@ -34,6 +34,11 @@ def test_sha256_mismatch_aborts(tmp_path):
     assert not (tmp_path / "numpy-x.whl").exists()
 
 
+def demos_files():
+    """The files of the demos package that its wheel must hold."""
+    return [p for p in (ROOT / "demos").rglob("*") if p.suffix in assets.DEMOS_WHEEL_SUFFIXES]
+
+
 def test_demos_wheel_is_reproducible_and_complete(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -43,8 +48,8 @@ def test_demos_wheel_is_reproducible_and_complete(tmp_path):
     with zipfile.ZipFile(first) as zf:
         names = set(zf.namelist())
         record = zf.read("demos-9.9.9.dist-info/RECORD").decode()
-    sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "demos").rglob("*.py")}
-    assert sources <= names
+    sources = {p.relative_to(ROOT).as_posix() for p in demos_files()}
+    assert "demos/data/induction_model.npz" in sources and sources <= names  # the modules and the trained weights
     assert all(name in record for name in names)
 
 
@@ -69,5 +74,5 @@ def test_built_site_lock_matches_served_wheels():
         entry = lock["packages"][name]
         assert hashlib.sha256((pyodide / entry["file_name"]).read_bytes()).hexdigest() == entry["sha256"]
     with zipfile.ZipFile(pyodide / lock["packages"]["demos"]["file_name"]) as zf:
-        for source in (ROOT / "demos").rglob("*.py"):  # the served wheel is the current source
+        for source in demos_files():  # the served wheel is the current source
             assert zf.read(source.relative_to(ROOT).as_posix()) == source.read_bytes(), source
