@@ -13,11 +13,27 @@ interpretability pages use when they credit one head with a share of the output.
 
 `circuits` builds a random head (or takes given weights), computes the output both ways and
 reports the circuits' ranks and how far the two ways differ.
+
+`trained_circuits` reads the circuits of a model that has learned something: the two-layer,
+attention-only model of `demos.training`'s induction task, trained by the project in PyTorch
+(`bench/induction_phase.py --save`: batch 128, learning rate 0.01, 8,000 steps, seed 0; the
+weights are committed as ``demos/data/induction_model.npz`` with that record), or the same
+model before training. Its vocabulary is 16 letters (and BOS), so a circuit over tokens is a
+16 × 16 table one can read. Each circuit is a direct path. Elhage et al. (2021) leave
+LayerNorm out of their circuits; here each LayerNorm is taken as linear: centred, times its
+gain, divided by the mean scale of the stream it normalizes on the held-out sequences.
 """
+
+import json
+from pathlib import Path
 
 import numpy as np
 
+from demos import backprop, training
 from demos._checks import as_int as _as_int
+
+INDUCTION_MODEL = Path(__file__).with_name("data") / "induction_model.npz"
+WEIGHTS = ("trained", "initial")  # the committed trained weights, or the same model at step 0
 
 
 def _softmax(z):
@@ -102,4 +118,156 @@ def circuits(d_model: int = 16, n_head: int = 4, tokens: int = 6, seed: int = 0,
         "output_gap": float(np.abs(shares.sum(axis=0) - usual).max()),
         "split_gap": float(np.abs(split_output(z, w_o, H) - shares).max()),
         "head_norms": [float(np.linalg.norm(s)) for s in shares],
+    }
+
+
+# ----- the circuits of a trained induction head -----
+
+_MODELS: dict = {}
+
+
+def induction_model(weights: str = "trained") -> tuple[dict, backprop.TinyConfig, dict]:
+    """The induction task's model: its parameters, its size and how it was trained.
+
+    Args:
+        weights: "trained" (the committed weights) or "initial" (`backprop.init_params` with
+            the training run's seed: where that run started).
+
+    Returns:
+        ``(params, cfg, recipe)``: float64 arrays named as `demos.backprop` names them, the
+        model's size, and the training run's record (``seed``, ``batch``, ``lr``, ``steps``,
+        its last evaluation as ``final``, …).
+    """
+    if weights not in WEIGHTS:
+        raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, got {weights!r}.")
+    if not _MODELS:
+        spec = training.DEFAULTS["induction"]
+        with np.load(INDUCTION_MODEL) as stored:
+            recipe = json.loads(str(stored["recipe"]))
+            task = training.Task("induction", recipe["seed"])  # the run's held-out batch
+            cfg = backprop.TinyConfig(len(task.vocab), task.block, spec["n_layer"], spec["n_head"], spec["n_embd"], False)
+            _MODELS["trained"] = {name: stored[name].astype(np.float64) for name in backprop.param_shapes(cfg)}
+        _MODELS["initial"] = backprop.init_params(cfg, recipe["seed"])
+        _MODELS["run"] = (cfg, recipe, task)
+    cfg, recipe, _ = _MODELS["run"]
+    return _MODELS[weights], cfg, recipe
+
+
+def _head_weights(params, layer, head, D):
+    """Head `head`'s slices of layer `layer`: W_Q, W_K, W_V (C, D), b_Q, b_K (D,) and W_O (D, C)."""
+    C = params["wte"].shape[1]
+    w, b = params[f"h.{layer}.attn.c_attn.weight"], params[f"h.{layer}.attn.c_attn.bias"]
+    cols = [slice(i * C + head * D, i * C + (head + 1) * D) for i in range(3)]
+    w_o = params[f"h.{layer}.attn.c_proj.weight"][head * D : (head + 1) * D]  # (D, C)
+    return w[:, cols[0]], w[:, cols[1]], w[:, cols[2]], b[cols[0]], b[cols[1]], w_o
+
+
+def _centred(x, gain, scale):
+    """A LayerNorm taken as linear: centre, times the gain, over the stream's mean `scale`."""
+    return (x - x.mean(-1, keepdims=True)) * gain / scale
+
+
+def _causal_softmax(scores):
+    T = scores.shape[-1]
+    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _diagonal_share(m):
+    """The share of rows whose largest entry is on the diagonal."""
+    return float(np.mean(m.argmax(axis=1) == np.arange(len(m))))
+
+
+def trained_circuits(weights: str = "trained") -> dict:
+    """Every head's QK and OV circuits in the induction task's model, and what it does on held-out data.
+
+    Each circuit is the direct path of Elhage et al. (2021): a letter's embedding (or a
+    position's) through the head's LayerNorm, taken as linear, and its weights:
+
+    * **QK on letters** (16, 16): the score a query holding letter a (rows) gives a key holding
+      letter b (columns), ``LN(e_a) W_Q (LN(e_b) W_K)ᵀ``; ``own_letter`` is the share of rows
+      whose largest score is on the diagonal (the head looks for its own letter);
+    * **QK on positions** (T, T): the attention of position i to position j that the positions'
+      term of the score alone would give (the causal softmax of ``LN(p_i) W_Q (LN(p_j) W_K)ᵀ / √D``);
+      ``previous`` is its mean weight on the previous position;
+    * **OV** (16, 16): the logits the head's output raises (columns) when it attends to a
+      position holding letter b (rows), ``LN_f(LN(e_b) W_V W_O) W_U``; ``copying`` is the share
+      of rows whose largest logit is the attended letter, ``eigen_copying`` Σλ / Σ|λ| over its
+      eigenvalues (1 for a head that copies, −1 for one that lowers what it attends to).
+
+    And from the model's own forward pass on held-out sequences ``[BOS, 8 letters, the same 8]``:
+    how much of each head's attention, from the second copy, goes to the earlier copy of the
+    current letter (``earlier_copy``), to the letter after it (``after_copy``, the induction
+    score) and to the previous position (``previous``); and the loss on each copy.
+
+    Args:
+        weights: "trained" or "initial" (see `induction_model`).
+
+    Returns:
+        ``weights``, ``recipe``, ``letters`` (16), ``positions`` (T), ``heads`` (one dict per
+        head, layer by layer: ``layer``, ``head``, ``qk``, ``own_letter``, ``positional``,
+        ``previous``, ``ov``, ``copying``, ``eigen_copying``, ``held_out`` {``earlier_copy``,
+        ``after_copy``, ``previous``} and ``attention``, its attention on the first held-out
+        sequence), ``example`` (that sequence's tokens) and ``loss`` {``first``, ``second``}
+        (nats; a uniform guess among the 16 letters costs ln 16 ≈ 2.77).
+
+    Examples:
+        >>> r = trained_circuits("trained")
+        >>> len(r["heads"]), len(r["heads"][0]["ov"]), len(r["heads"][0]["positional"])
+        (4, 16, 24)
+    """
+    params, cfg, recipe = induction_model(weights)
+    task = _MODELS["run"][2]
+    C, H, T = cfg.n_embd, cfg.n_head, cfg.block_size
+    D = C // H
+    letters = params["wte"][1:]  # (16, C): the tokens after BOS
+
+    idx, targets, copies = task.eval  # (B, 2n): [BOS, n letters, the same n] without the last
+    _, _, cache = backprop.forward(params, cfg, idx, targets)
+    first, second = (float(cache["losses"][mask].mean()) for mask in copies)
+    scales = [float((1 / cache["blocks"][layer][0][1]).mean()) for layer in range(cfg.n_layer)]  # each block's stream
+    final_scale = float((1 / cache["lnf"][1]).mean())
+    n = (idx.shape[1]) // 2  # the repeated half
+    queries = np.arange(n + 1, idx.shape[1])  # second-copy positions with an earlier copy in view
+
+    heads = []
+    for layer in range(cfg.n_layer):
+        gain = params[f"h.{layer}.ln_1.weight"]
+        by_letter = _centred(letters, gain, scales[layer])  # (16, C)
+        by_position = _centred(params["wpe"], gain, scales[layer])  # (T, C)
+        for h in range(H):
+            w_q, w_k, w_v, _, _, w_o = _head_weights(params, layer, h, D)
+            qk = (by_letter @ w_q) @ (by_letter @ w_k).T / np.sqrt(D)  # (16, 16)
+            positional = _causal_softmax((by_position @ w_q) @ (by_position @ w_k).T / np.sqrt(D))  # (T, T)
+            ov = _centred(by_letter @ w_v @ w_o, params["ln_f.weight"], final_scale) @ letters.T  # (16, 16)
+            eig = np.linalg.eigvals(ov)
+            attn = cache["probs"][layer][:, h]  # (B, 2n, 2n)
+            heads.append(
+                {
+                    "layer": layer,
+                    "head": h,
+                    "qk": qk.tolist(),
+                    "own_letter": _diagonal_share(qk),
+                    "positional": positional.tolist(),
+                    "previous": float(np.diagonal(positional, -1).mean()),
+                    "ov": ov.tolist(),
+                    "copying": _diagonal_share(ov),
+                    "eigen_copying": float(eig.real.sum() / np.abs(eig).sum()),
+                    "held_out": {
+                        "earlier_copy": float(attn[:, queries, queries - n].mean()),
+                        "after_copy": float(attn[:, queries, queries - n + 1].mean()),
+                        "previous": float(attn[:, queries, queries - 1].mean()),
+                    },
+                    "attention": attn[0].tolist(),
+                }
+            )
+    return {
+        "weights": weights,
+        "recipe": recipe,
+        "letters": task.vocab[1:],
+        "positions": T,
+        "heads": heads,
+        "example": [task.vocab[i] for i in idx[0]],
+        "loss": {"first": first, "second": second},
     }

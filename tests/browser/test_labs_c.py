@@ -1,14 +1,14 @@
 """The lab widgets <tx-embeddings>, <tx-norms>, <tx-ffn>, <tx-moe>, <tx-kv-cache>, <tx-flash>,
-<tx-bpe> and <tx-quant> show exactly what the same demos calls compute in CPython, after a reader
-changes a control."""
+<tx-bpe>, <tx-quant> and <tx-circuits> show exactly what the same demos calls compute in CPython,
+after a reader changes a control."""
 
 import json
 
 import numpy as np
 import pytest
 
-from demos import bpe, embeddings, ffn, flash, kv_cache, moe, norms, quantization
-from widget_checks import TOL, assert_close, press_keys, wait_error, wait_ready
+from demos import bpe, circuits, embeddings, ffn, flash, kv_cache, moe, norms, quantization
+from widget_checks import TOL, assert_close, fits_a_phone, press_keys, wait_error, wait_ready
 
 pytestmark = pytest.mark.browser
 
@@ -318,3 +318,45 @@ def test_quant_widget_shows_the_outlier_ruining_per_tensor_int8(tab):
 
     widget.locator('input[name="channels"]').fill("9")
     assert "outlier dimensions must be a whole number from 0 to 8" in wait_error(p, "tx-quant")
+
+
+# ---------------------------------------------------------------------------
+# <tx-circuits>
+
+
+def shown_heatmaps(widget):
+    """name -> the values of each heat map the widget draws (pipeline/figures.js keeps them in data-values)."""
+    maps = widget.evaluate("el => [...el.shadowRoot.querySelectorAll('figure.pl-fig')].map(f => [f.dataset.name, f.dataset.values])")
+    return {name: np.array(json.loads(values), dtype=float) for name, values in maps}
+
+
+def test_circuits_widget_shows_the_trained_heads_circuits(tab):
+    p = tab.visit("inside/circuits/")
+    widget = p.locator("tx-circuits")
+    wait_ready(p, "tx-circuits", {"weights": "trained", "layer": 0, "head": 0})
+    trained = circuits.trained_circuits("trained")
+    for layer, head, select in ((0, 0, None), (1, 1, "1.1")):
+        if select:
+            widget.locator('select[name="head"]').select_option(select)
+            wait_ready(p, "tx-circuits", {"layer": layer, "head": head})
+        expected = next(h for h in trained["heads"] if (h["layer"], h["head"]) == (layer, head))
+        shown = shown_heatmaps(widget)
+        for name in ("qk", "ov", "positional", "attention"):
+            assert_close(shown[name], expected[name])
+        summary = widget.locator(".summary").inner_text()  # what the reader reads: the same numbers
+        assert f"head {layer}.{head}" in summary
+        assert f"diagonal in {round(16 * expected['own_letter'])} of 16 rows" in summary
+        assert f"attended letter itself in {round(16 * expected['copying'])} of 16 rows" in summary
+        assert f"eigenvalue score {expected['eigen_copying']:.2f}" in summary.replace("−", "-")
+        assert f"{round(100 * expected['held_out']['earlier_copy'])}% of its attention on the earlier copy" in summary
+        assert f"{trained['loss']['second']:.2f} nats on the second copy" in summary
+    fits_a_phone(p, widget, "On held-out sequences written twice")
+
+    # Before training: the same head's tables have no diagonal and its attention is spread.
+    widget.locator('select[name="weights"]').select_option("initial")
+    wait_ready(p, "tx-circuits", {"weights": "initial", "layer": 1, "head": 1})
+    initial = next(h for h in circuits.trained_circuits("initial")["heads"] if (h["layer"], h["head"]) == (1, 1))
+    assert_close(shown_heatmaps(widget)["ov"], initial["ov"])
+    summary = widget.locator(".summary").inner_text()
+    assert summary.startswith("Before training, head 1.1")
+    assert f"attended letter itself in {round(16 * initial['copying'])} of 16 rows" in summary

@@ -615,3 +615,26 @@ def test_positions_are_counted_from_one_in_the_prose():
     assert f"compute vectors for positions {rows + 1:,} to {prompt:,} and will run" in page
     assert f"no vector for position {rows + 1:,} in GPT-2" in flat_page("innovations/long-context.md")
     assert "positions 0 to" not in page
+
+
+def test_trained_circuits_numbers_are_the_demos():
+    """inside/circuits.md: what the trained induction-task model's circuits show (demos.circuits.trained_circuits)."""
+    from demos import circuits
+
+    trained, initial = (circuits.trained_circuits(w) for w in ("trained", "initial"))
+    heads = {f"{h['layer']}.{h['head']}": h for h in trained["heads"]}
+    page = flat_page("inside/circuits.md")
+    pct = lambda x: f"{round(100 * x)}%"  # noqa: E731
+    signed = lambda x: f"{x:.2f}".replace("-", "−")  # noqa: E731
+    dup, echo = heads["0.0"], heads["1.0"]
+    assert dup["own_letter"] == 1.0 and "peaks on the diagonal in all 16 rows" in page
+    assert f"it sends {pct(dup['held_out']['earlier_copy'])} of the second copy's attention to the earlier copy" in page
+    assert f"with an eigenvalue score of {signed(dup['eigen_copying'])}" in page
+    copy_rows = " and ".join(str(round(16 * heads[h]["copying"])) for h in ("0.1", "1.1"))
+    copy_eigen = " and ".join(signed(heads[h]["eigen_copying"]) for h in ("0.1", "1.1"))
+    assert f"Heads 0.1 and 1.1 copy.** Their OV tables peak on the attended letter in {copy_rows} rows of 16, with eigenvalue scores of {copy_eigen}" in page
+    assert echo["own_letter"] == 1.0 and f"it gives the earlier copy {pct(echo['held_out']['earlier_copy'])} of its attention" in page
+    chance = max(max(h["own_letter"], h["copying"]) for h in initial["heads"])
+    assert f"at most {round(16 * chance)} rows of 16" in page
+    assert f"predicts the second copy at {trained['loss']['second']:.2f} nats per letter, against {trained['loss']['first']:.2f} on the first" in page
+    assert max(h["held_out"]["after_copy"] for h in trained["heads"]) < 0.05 and "no head's induction score reaches 0.05" in page
