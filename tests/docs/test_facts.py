@@ -328,6 +328,9 @@ def test_cases_are_all_run():
             ["and the best of them has probability 0.084"],
         ),
         ("labs/efficiency.md", [r"step $j = 0, 1, \dots, N - 1$ sees a context", "In FlashAttention-2's loop order", "references.md#dao2024"], []),
+        ("innovations/normalization.md", ["pre-norm with RMSNorm in LLaMA (2023)", "references.md#touvron2023"], ["released from 2023 on"]),
+        ("labs/efficiency.md", ["[The KV cache](../efficiency/kv-cache.md#what-it-costs) derives what that costs"], [r"\text{bytes per token} ="]),
+        ("labs/model-size.md", ["[the KV cache](../efficiency/kv-cache.md#what-it-costs) derives its size"], [r"\text{bytes per number},"]),
         ("labs/positions.md", ["as for a query at 7 and a key at 1", "exactly the sinusoidal dot product from above, divided by $d/2$"], ["a key at 0"]),
         (
             "index.md",
