@@ -316,6 +316,11 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     opening: { manifestUrl, gpuFeatures, tuning, download },
   };
   const ready = performance.now();
+  if (backend === "wasm" && tuning.warmupBeforeReady > 0) {
+    progress("warmup", "Warming up the model…");
+    await warmUp(tuning.warmupBeforeReady, { untilRequest: false });
+  }
+  const warmed = performance.now();
   progress("ready", "Model ready");
   if (backend === "wasm" && tuning.warmupSteps > 0) warmUp(tuning.warmupSteps);
   const decoder = new TextDecoder();
@@ -344,7 +349,7 @@ async function loadFrom(manifest, picked, { manifestUrl, fallback = false, varia
     bytes: { total: bytes.fromCache + bytes.fromNetwork, ...bytes },
     storage: fetched.storage,
     notices,
-    timings: { downloadMs: downloaded - started, expandMs: expanded - downloaded, sessionMs: ready - expanded },
+    timings: { downloadMs: downloaded - started, expandMs: expanded - downloaded, sessionMs: ready - expanded, warmupMs: warmed - ready },
     tokenizer,
     tuning,
   };
@@ -357,26 +362,29 @@ let requestCount = 0;
 const WARMUP_PROMPT = 32;
 
 /**
- * Warm the new session up while the reader is still reading, so that the browser compiles the
- * hot code and onnxruntime's arena holds buffers of a generation's sizes (the first generation
- * after loading is otherwise slower than later ones): a prefill of WARMUP_PROMPT tokens, then
- * `steps` single-token steps. Each is queued on its own, and the warm-up ends as soon as the
- * page sends any request, so a reader who presses Generate at once waits for one step at most.
- * Failures are ignored: the reader's own request reports any real fault.
+ * Warm the new session up, so that the browser compiles the hot code and onnxruntime's arena
+ * holds buffers of a generation's sizes (the first generation after loading is otherwise slower
+ * than later ones): a prefill of WARMUP_PROMPT tokens, then `steps` single-token steps, each
+ * queued on its own. In the background (`untilRequest`, the default) it runs while the reader
+ * is still reading and ends as soon as the page sends any request, so a reader who presses
+ * Generate at once waits for one step at most; the load awaits one with `untilRequest: false`
+ * (`tuning.warmupBeforeReady`). Failures are ignored: the reader's own request reports any
+ * real fault.
+ * @returns {Promise<void>} settled when the warm-up has ended
  */
-function warmUp(steps) {
+function warmUp(steps, { untilRequest = true } = {}) {
   const { config, session } = model;
   const since = requestCount;
   const prompt = Math.min(WARMUP_PROMPT, Math.floor(config.n_positions / 2));
   const runner = cachedRunner(model); // the path a generation takes
   const tokens = new Array(prompt).fill(config.eos_token_id);
   const step = async () => {
-    if (requestCount !== since || model?.session !== session) return false;
+    if ((untilRequest && requestCount !== since) || model?.session !== session) return false;
     await runner.feed(tokens, 1);
     tokens.push(config.eos_token_id);
     return tokens.length <= prompt + steps && tokens.length < config.n_positions;
   };
-  (async () => {
+  return (async () => {
     while (await step()) await yieldToEvents();
   })()
     .catch(() => {})

@@ -34,6 +34,10 @@
  *   is ready, after a prefill of a short prompt, so that the browser has compiled the kernels'
  *   hot code before the reader's first generation; the warm-up stops at the page's first
  *   request, so it never delays one by more than a step (model-worker.js warmUp).
+ * @property {number} warmupBeforeReady single-token steps of a first warm-up that the load
+ *   waits for before it says the model is ready (0: none, the load ends with the session), so
+ *   that a generation started the moment the model is ready does not run on code the browser
+ *   is still compiling; the later first token is the price.
  * @property {boolean} heldCache on WASM, let the worker hold a generation's key-value cache
  *   (kv-cache.js) and fetch only each pass's new keys and values, instead of copying the
  *   whole cache out of onnxruntime as `present` after every step (and in again as `past`).
@@ -53,6 +57,7 @@ export const TUNING = Object.freeze({
   memArena: true,
   foldDequantize: true,
   warmupSteps: 64,
+  warmupBeforeReady: 0,
   heldCache: true,
   prefillChunk: 256,
 });

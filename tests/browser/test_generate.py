@@ -249,3 +249,28 @@ def test_the_cache_held_or_fed_back_and_a_prompt_in_passes_match_the_reference(t
     want = reference(variant).generate(ids, max_new_tokens=CACHE_NEW_TOKENS, temperature=0, stop_at_eos=False)
     assert [t for t, _ in got["tokens"]] == [t for t, _ in want]
     assert [q for _, q in got["tokens"]] == pytest.approx([q for _, q in want], abs=1e-5)
+
+
+# tuning.js warmupBeforeReady: the load waits for a warm-up before it says "ready"; the warm-up
+# uses the generation's own path, so it must leave nothing behind that changes a token.
+WARMED_LOAD = """async ([variant, ids, count]) => {
+  const { loadModel } = await import(new URL('/assets/tx/runtime/model.js', location.href).href);
+  const stages = [];
+  const model = await loadModel({ backend: 'wasm', variant, tuning: { warmupBeforeReady: 3, warmupSteps: 0 }, onProgress: (p) => stages.push(p.stage) });
+  const run = model.generate(ids, { maxNewTokens: count, temperature: 0, stopAtEos: false, alternatives: 0 });
+  const tokens = [];
+  for await (const token of run) tokens.push([token.id, token.prob]);
+  return { stages, warmupMs: model.info.timings.warmupMs, tokens };
+}"""
+
+
+def test_a_warm_up_before_ready_is_reported_and_changes_no_token(tab, tokenizer):
+    variant = exact_variant(manifest(), "wasm")
+    ids = tokenizer.encode(" The Transformer reads a whole text at once.")
+    p = tab.visit(PAGE)
+    got = p.evaluate(WARMED_LOAD, [variant, ids, 12])
+    assert "warmup" in got["stages"] and got["stages"].index("warmup") < got["stages"].index("ready"), got["stages"]
+    assert got["warmupMs"] > 0
+    want = reference(variant).generate(ids, max_new_tokens=12, temperature=0, stop_at_eos=False)
+    assert [t for t, _ in got["tokens"]] == [t for t, _ in want]
+    assert [q for _, q in got["tokens"]] == pytest.approx([q for _, q in want], abs=1e-5)
