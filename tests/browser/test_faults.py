@@ -208,10 +208,11 @@ def test_python_file_missing_then_damaged_then_back(page, file, tag, damage):
 
 def expect_stall_notice(p, tag: str, pattern: str, shot: str):
     """While a download stalls: `tag`'s status line matches `pattern` (a regular expression), the
-    widget is still loading, Retry is hidden and nothing overflows; a screenshot is taken."""
+    widget is still loading, Retry is hidden and nothing overflows; a screenshot is taken. (The
+    element has no shadow root until its module has defined it: the wait starts before that.)"""
     p.wait_for_function(
         """([tag, pattern]) => new RegExp(pattern)
-                               .test(document.querySelector(tag).shadowRoot.querySelector('.status-text').textContent)""",
+                               .test(document.querySelector(tag)?.shadowRoot?.querySelector('.status-text')?.textContent ?? '')""",
         arg=[tag, pattern],
         timeout=MESSAGE_WITHIN_MS,
     )

@@ -1,8 +1,8 @@
 """The book offline after one visit: the service worker, its versioned cache, the offline page.
 
 A fresh browser context visits pages as a reader does, in several orders: each page left as
-soon as its widgets are ready, or after one second while its runtime is still starting, and
-never a wait for the service worker to control a page. The reader stays on the last page
+soon as its widgets are ready, or as soon as it has started its runtime, while that still
+loads, and never a wait for the service worker to control a page. The reader stays on the last page
 until it says what is available offline (the notice of ``runtime/sw-register.js``). Then the
 network goes away, in the most realistic way: the test server is shut down (its port refuses
 connections). Playwright's ``context.set_offline`` is not used: it does not reach requests
@@ -43,12 +43,20 @@ OFFLINE_FACTS = (
 )
 
 READY = "ready"  # the reader moves on as soon as the page's widgets are ready
-# The orders a reader visits in: (page, how long they stay: READY or seconds); they stay on the
-# last page until it says what is available offline.
+# Or as soon as the page has started its runtime, while that still loads: once the page has
+# recorded it for the offline copy (sw-register.js's lists in localStorage), Python's worker or
+# the model's files. A fixed stay (it was one second) raced the page's start on a busy machine:
+# left before it recorded anything, the visit had used nothing to store.
+STARTED = {
+    "python": "() => JSON.parse(localStorage.getItem('tx-offline-used') || '[]').some((url) => url.endsWith('/python-worker.js'))",
+    "model": "() => JSON.parse(localStorage.getItem('tx-offline-files') || '[]').length > 0",
+}
+# The orders a reader visits in: (page, how long they stay: READY or a STARTED key); they stay
+# on the last page until it says what is available offline.
 ORDERS = {
     "figure, lab, inside, generate": ["pipeline/05c-attention/", "labs/attention/", "inside/induction-heads/", "generate/"],
-    "model first, Python page left after 1 s": ["generate/", ("labs/model-size/", 1), "reference/references/"],
-    "Python first, model page left after 1 s": ["labs/model-size/", ("generate/", 1), "offline/"],
+    "model first, Python page left once Python starts": ["generate/", ("labs/model-size/", "python"), "reference/references/"],
+    "Python first, model page left once its files are asked for": ["labs/model-size/", ("generate/", "model"), "offline/"],
 }
 # Never visited, then read offline: a Python widget, a model widget beside a Python one, a
 # pipeline figure (the figures' weights and tables, beside a Python question) and a "Looking
@@ -147,7 +155,7 @@ def visit(state, order: list) -> dict:
         elif stay == READY:
             all_ready(p, path)
         else:
-            p.wait_for_timeout(stay * 1000)  # the reader's pace, not a wait for the page
+            p.wait_for_function(STARTED[stay], timeout=TIMEOUT_MS)
     return {"notice": p.locator(NOTICE).inner_text(), "seconds": round(time.monotonic() - t0, 1)}
 
 
