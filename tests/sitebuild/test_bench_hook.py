@@ -271,3 +271,24 @@ def test_the_runtime_page_says_of_speculative_decoding_what_its_json_shows(name)
         assert rows["speculative-4"]["target_pass_ms"]["median"] < 2 * step
         assert 0.25 < rows["speculative-4"]["draft_pass_ms"]["median"] / step < 0.42
         assert rows["speculative-4-sampled"]["speedup"] < 1.05
+
+
+def test_the_wait_for_a_warm_up_prose_is_the_json():
+    """runtime.md: awaiting a warm-up before "ready" makes the first generation as fast as later
+    ones but every token of it later, so the site does not wait (browser-first.json)."""
+    report = json.loads((BENCH_RESULTS / "browser-first.json").read_text())
+    rows = {r["tuning"]: r for r in report["summary"] if r["variant"] == "q8x" and r["threads"] == 2}
+    new_tokens = report["setup"]["new_tokens"]
+
+    def last_token_s(row):  # when the first generation's last token arrives, from the load call
+        return row["first_token_after_cold_load_s"]["median"] + (new_tokens - 1) / row["decode_first_generation_tok_s"]
+
+    site = rows["site"]
+    for name, steps in (("ready-16", 16), ("ready-48", 48)):
+        assert report["setup"]["tunings"][name] == {"warmupBeforeReady": steps}
+        assert rows[name]["first_generation_over_warm"] >= 0.85 > site["first_generation_over_warm"]
+        assert rows[name]["first_token_after_cold_load_s"]["min"] > site["first_token_after_cold_load_s"]["max"]
+        assert last_token_s(rows[name]) > last_token_s(site)
+    text = " ".join((DOCS / "model" / "runtime.md").read_text().split())
+    assert f"even the {new_tokens}th token comes later than without the wait" in text
+    assert shipped_tuning()["warmupBeforeReady"] == 0 and "The site does not wait" in text
