@@ -154,24 +154,16 @@ def induction_model(weights: str = "trained") -> tuple[dict, backprop.TinyConfig
 
 
 def _head_weights(params, layer, head, D):
-    """Head `head`'s slices of layer `layer`: W_Q, W_K, W_V (C, D), b_Q, b_K (D,) and W_O (D, C)."""
+    """Head `head`'s slices of layer `layer`: W_Q, W_K, W_V (C, D) and W_O (D, C)."""
     C = params["wte"].shape[1]
-    w, b = params[f"h.{layer}.attn.c_attn.weight"], params[f"h.{layer}.attn.c_attn.bias"]
-    cols = [slice(i * C + head * D, i * C + (head + 1) * D) for i in range(3)]
-    w_o = params[f"h.{layer}.attn.c_proj.weight"][head * D : (head + 1) * D]  # (D, C)
-    return w[:, cols[0]], w[:, cols[1]], w[:, cols[2]], b[cols[0]], b[cols[1]], w_o
+    w = params[f"h.{layer}.attn.c_attn.weight"]  # (C, 3C): W_Q | W_K | W_V
+    w_q, w_k, w_v = (w[:, i * C + head * D : i * C + (head + 1) * D] for i in range(3))
+    return w_q, w_k, w_v, params[f"h.{layer}.attn.c_proj.weight"][head * D : (head + 1) * D]
 
 
 def _centred(x, gain, scale):
     """A LayerNorm taken as linear: centre, times the gain, over the stream's mean `scale`."""
     return (x - x.mean(-1, keepdims=True)) * gain / scale
-
-
-def _causal_softmax(scores):
-    T = scores.shape[-1]
-    scores = np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
-    e = np.exp(scores - scores.max(-1, keepdims=True))
-    return e / e.sum(-1, keepdims=True)
 
 
 def _diagonal_share(m):
@@ -230,6 +222,7 @@ def trained_circuits(weights: str = "trained") -> dict:
     final_scale = float((1 / cache["lnf"][1]).mean())
     n = (idx.shape[1]) // 2  # the repeated half
     queries = np.arange(n + 1, idx.shape[1])  # second-copy positions with an earlier copy in view
+    induction = training.induction_scores(cache["probs"], n)  # per layer and head: attention to the letter after the earlier copy
 
     heads = []
     for layer in range(cfg.n_layer):
@@ -237,9 +230,10 @@ def trained_circuits(weights: str = "trained") -> dict:
         by_letter = _centred(letters, gain, scales[layer])  # (16, C)
         by_position = _centred(params["wpe"], gain, scales[layer])  # (T, C)
         for h in range(H):
-            w_q, w_k, w_v, _, _, w_o = _head_weights(params, layer, h, D)
+            w_q, w_k, w_v, w_o = _head_weights(params, layer, h, D)
             qk = (by_letter @ w_q) @ (by_letter @ w_k).T / np.sqrt(D)  # (16, 16)
-            positional = _causal_softmax((by_position @ w_q) @ (by_position @ w_k).T / np.sqrt(D))  # (T, T)
+            scores = (by_position @ w_q) @ (by_position @ w_k).T / np.sqrt(D)  # (T, T)
+            positional = _softmax(np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf))
             ov = _centred(by_letter @ w_v @ w_o, params["ln_f.weight"], final_scale) @ letters.T  # (16, 16)
             eig = np.linalg.eigvals(ov)
             attn = cache["probs"][layer][:, h]  # (B, 2n, 2n)
@@ -256,7 +250,7 @@ def trained_circuits(weights: str = "trained") -> dict:
                     "eigen_copying": float(eig.real.sum() / np.abs(eig).sum()),
                     "held_out": {
                         "earlier_copy": float(attn[:, queries, queries - n].mean()),
-                        "after_copy": float(attn[:, queries, queries - n + 1].mean()),
+                        "after_copy": float(induction[layer][h]),
                         "previous": float(attn[:, queries, queries - 1].mean()),
                     },
                     "attention": attn[0].tolist(),

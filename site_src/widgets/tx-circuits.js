@@ -50,8 +50,15 @@ class TxCircuits extends TxLab {
     return { weights, layer, head };
   }
 
+  /** Every head's circuits for one set of weights, asked of Python once (a head change only redraws). */
   compute({ weights }) {
-    return callDemo("circuits", "trained_circuits", { weights });
+    this.computed ??= new Map();
+    if (!this.computed.has(weights)) {
+      const result = callDemo("circuits", "trained_circuits", { weights });
+      this.computed.set(weights, result);
+      result.catch(() => this.computed.delete(weights)); // a fault is asked again on Retry
+    }
+    return this.computed.get(weights);
   }
 
   draw(result, { layer, head }) {
