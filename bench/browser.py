@@ -12,7 +12,8 @@ fresh browser profile each time:
   (the browser still compiling the WASM's hot code);
 * prefill: one forward pass over 8, 128 and 512 tokens (median of ``--runs``);
 * decode: two later generations (warm);
-* decode after 512 and 1,000 cached positions (``--no-long`` skips it);
+* decode after 512 and 1,000 cached positions (``--no-long`` skips it), and the time from the
+  generate call to the first token of those 512- and 1,000-token prompts;
 * warm load: the load after a reload (files from Cache Storage, no model request);
 * peak memory of the browser's processes (the sum of their private resident memory from
   /proc/PID/statm, sampled every 100 ms; Linux only), for the cold page and, apart, for
@@ -98,7 +99,7 @@ PAGE_JS = """async ([model, variant, threads, tuning, lengths, runs, promptToken
       ids.push(token.id);
     }
     const res = await run.result;
-    return { tokensPerSecond: res.tokensPerSecond, prefillMs: res.prefillMs, newTokens: res.newTokens, firstAt, ids };
+    return { tokensPerSecond: res.tokensPerSecond, prefillMs: res.prefillMs, newTokens: res.newTokens, decodeRunMs: res.decodeRunMs, firstAt, ids };
   };
   out.promptIds = idsOf(promptTokens);
   const first = await generation(promptTokens, newTokens);
@@ -121,7 +122,8 @@ PAGE_JS = """async ([model, variant, threads, tuning, lengths, runs, promptToken
   return out;
 }""".replace("__TEXT__", json.dumps(TEXT)).replace("sessionTuning(tuning)", SESSION_TUNING_JS)
 
-# Runs in the same page afterwards (the model is still loaded): decode after long cached contexts.
+# Runs in the same page afterwards (the model is still loaded): decode after long cached contexts,
+# and the time from the generate call to the first token of each long prompt.
 LONG_JS = """async ([model, variant, threads, tuning, longContexts]) => {
   const { loadModel } = await import('./assets/tx/runtime/model.js');
   const m = await loadModel({ model, backend: 'wasm', variant, threads, tuning: sessionTuning(tuning) });
@@ -129,9 +131,11 @@ LONG_JS = """async ([model, variant, threads, tuning, longContexts]) => {
   const idsOf = (n) => Array.from({ length: n }, (_, i) => base[i % base.length]);
   const out = {};
   for (const [past, count] of longContexts) {
+    const started = performance.now();
     const run = m.generate(idsOf(past), { maxNewTokens: count, temperature: 0, stopAtEos: false });
-    for await (const token of run) { /* drain */ }
-    out[past] = (await run.result).tokensPerSecond;
+    let firstAt = null;
+    for await (const token of run) firstAt ??= performance.now();
+    out[past] = { tokensPerSecond: (await run.result).tokensPerSecond, firstTokenMs: firstAt - started };
   }
   return out;
 }""".replace("__TEXT__", json.dumps(TEXT)).replace("sessionTuning(tuning)", SESSION_TUNING_JS)
@@ -355,7 +359,9 @@ def measure_browser(
             "warm": statistics.median(d["tokensPerSecond"] for d in cold["decode"][1:]),
             "warm_runs": [d["tokensPerSecond"] for d in cold["decode"][1:]],
         },
-        "decode_after_cached_tok_s": cold["longDecode"],
+        "decode_in_session_run": in_session_run(cold["decode"][1:]),
+        "decode_after_cached_tok_s": {past: run["tokensPerSecond"] for past, run in cold["longDecode"].items()},
+        "first_token_ms_by_prompt": {past: run["firstTokenMs"] for past, run in cold["longDecode"].items()},  # from the generate call
         "prompt_ids": cold["promptIds"],
         "greedy_ids": cold["decode"][-1]["ids"],  # the last warm generation's tokens
         "page_errors": errors,
@@ -363,8 +369,22 @@ def measure_browser(
     }
 
 
-def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads: int, runs: int, long_contexts=()) -> dict:
-    """The same prefill and decode with onnxruntime (CPU provider) in this process."""
+def in_session_run(generations: list[dict]) -> dict | None:
+    """The share of the decode steps' time spent inside onnxruntime's ``session.run`` (the rest is
+    the worker's own JavaScript: choosing the token, its message, the cache's bookkeeping), from
+    each generation's ``decodeRunMs`` over its decode window, (new tokens - 1) / tokens per second:
+    the median, and each warm run's. None for a worker that does not report it."""
+    shares = [
+        g["decodeRunMs"] / ((g["newTokens"] - 1) / g["tokensPerSecond"] * 1000)
+        for g in generations
+        if g.get("decodeRunMs") is not None and g["tokensPerSecond"]
+    ]
+    return {"median": statistics.median(shares), "runs": shares} if shares else None
+
+
+def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads: int, runs: int, long_contexts=(), lengths=None) -> dict:
+    """The same prefill (of each of `lengths`, default ``PREFILL_LENGTHS``) and decode with
+    onnxruntime (CPU provider) in this process."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -386,7 +406,7 @@ def measure_native(graph: Path, config: dict, tokenizer_ids: list[int], threads:
     ids_of = lambda n: [tokenizer_ids[i % len(tokenizer_ids)] for i in range(n)]  # noqa: E731
     check = session.run(["logits"], feeds(ids_of(8), 0, None))[0][0, -1]
     prefill = {}
-    for n in PREFILL_LENGTHS:
+    for n in PREFILL_LENGTHS if lengths is None else lengths:
         session.run(["logits"], feeds(ids_of(n), 0, None))
         times = []
         for _ in range(runs):

@@ -11,12 +11,17 @@ rotated from round to round:
   measured through the site's own runtime exactly as ``bench/browser.py`` does (its
   ``measure_browser``, the site's own session settings, no prefill timings);
 * ``peer q8`` and ``peer fp32`` (``--peer-dtypes``): ``AutoModelForCausalLM`` with that dtype on
-  device ``wasm``, ``model.generate`` with greedy decoding.
+  device ``wasm``, ``model.generate`` with greedy decoding;
+* ``native fp32``: the fp32 reference graph in onnxruntime-Python (CPU, the same thread count),
+  for the prefill the site's is compared with (``browser.measure_native``).
 
-Each gives: the download, the first generation after the load and two later ones (64 new
-tokens after a 32-token prompt; warm = the median of the later two), decode after 1,000 cached
-positions (``browser.LONG_CONTEXTS``; models with a shorter context skip it) and the peak memory
-of the browser's processes meanwhile (``browser.MemorySampler``), and the greedy token ids.
+Each browser run gives: the download, the first generation after the load and two later ones
+(64 new tokens after a 32-token prompt; warm = the median of the later two), then, in the same
+page, a generation after a 512-token and after a 1,000-token prompt (``browser.LONG_CONTEXTS``;
+models with a shorter context skip them): the time from the generate call to the first token
+of the 512-token prompt, the decode after 1,000 cached positions and the peak memory of the
+browser's processes meanwhile (``browser.MemorySampler``), and the greedy token ids. The site's
+run also times a prefill of 128 tokens (the median of ``PREFILL_RUNS``), as does the native run.
 Tokens per second are counted alike on both sides: (new tokens - 1) over the time from the
 first new token to the last.
 
@@ -40,9 +45,14 @@ blocks, so its tokens may part from both).
 
 The ``summary`` has one row per site variant and thread count: ``download_mb``,
 ``decode_warm_tok_s``, ``peer_best_wasm_tok_s`` (per round the faster peer dtype), ``over_peer``
-(the median of the per-round ratios site / best peer), ``decode_after_1000_tok_s`` and
-``peak_memory_long_mb``, medians over the rounds, and their ``spread`` (median, min, max);
-``peer_summary`` the same per peer dtype. The JSON, with the commit, versions and machine load,
+(the median of the per-round ratios site / best peer), ``decode_after_1000_tok_s``,
+``peak_memory_long_mb``, ``first_token_512_ms``, ``first_over_warm`` (the first generation's
+speed over the warm one, per run), ``prefill_128_ms``, ``native_fp32_prefill_128_ms`` and
+``prefill_over_native_fp32`` (the median of the per-round ratios) and ``decode_in_session_run``
+(the share of a warm decode step spent inside onnxruntime's ``session.run``; the rest is the
+worker's own JavaScript, ``browser.in_session_run``), medians over the rounds, and
+their ``spread`` (median, min, max); ``peer_summary`` the same per peer dtype, without the
+comparisons and the prefill. The JSON, with the commit, versions and machine load,
 replaces ``bench/results/peer.json`` (or ``--out``).
 
 Usage::
@@ -64,7 +74,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from browser import LONG_CONTEXTS, NEW_TOKENS, PROMPT_TOKENS, TEXT, MemorySampler, graph_variant, measure_browser, serve_dir
+from browser import LONG_CONTEXTS, NEW_TOKENS, PROMPT_TOKENS, TEXT, MemorySampler, graph_variant, measure_browser, measure_native, serve_dir
 from common import ROOT, machine, open_page, profile_context, report_header, spread
 from sitebuild.serve import serve_in_thread
 
@@ -79,6 +89,12 @@ PEER_FILES = {"q8": "model_quantized.onnx", "fp32": "model.onnx"}
 SAME_WEIGHTS = {"fp32": "fp32", "q8": "q8"}
 LONG_CONTEXT = max(LONG_CONTEXTS)  # (1000 cached positions, 24 new tokens)
 LONG_KEY = f"decode_after_{LONG_CONTEXT[0]}_tok_s"
+FIRST_TOKEN_PROMPT = min(LONG_CONTEXTS)[0]  # 512: the prompt whose time to the first token is reported
+FIRST_TOKEN_KEY = f"first_token_{FIRST_TOKEN_PROMPT}_ms"
+PREFILL = 128  # prompt tokens of the timed prefill, site against native fp32
+PREFILL_RUNS = 5  # prefills timed per run (median), after one untimed
+PREFILL_KEY = f"prefill_{PREFILL}_ms"
+NATIVE_KEY = f"native_fp32_prefill_{PREFILL}_ms"
 
 # Runs in the page: load Transformers.js from the bench's server (nothing remote), the model and
 # its tokenizer, then the first generation and two later ones. The model stays in the page
@@ -128,8 +144,12 @@ PEER_JS = """async ([bundle, ortBase, modelsBase, model, dtype, threads, text, p
   return out;
 }""".replace("__MJS__", json.dumps(ORT_FILES["mjs"])).replace("__WASM__", json.dumps(ORT_FILES["wasm"]))
 
-# Runs in the same page afterwards: decode after a long cached context.
-PEER_LONG_JS = """async ([past, count]) => (await globalThis.peer.generation(past, count)).tokensPerSecond"""
+# Runs in the same page afterwards: decode after a long cached context, and the time from the
+# generate call to the first token of that prompt.
+PEER_LONG_JS = """async ([past, count]) => {
+  const run = await globalThis.peer.generation(past, count);
+  return { tokensPerSecond: run.tokensPerSecond, firstTokenMs: run.prefillMs };
+}"""
 
 
 class LeftLocalhost(RuntimeError):
@@ -252,7 +272,8 @@ def measure_peer(url: str, name: str, folder: Path, dtype: str, threads: int, lo
             "warm": statistics.median(d["tokensPerSecond"] for d in run["decode"][1:]),
             "warm_runs": [d["tokensPerSecond"] for d in run["decode"][1:]],
         },
-        "decode_after_cached_tok_s": long_decode,
+        "decode_after_cached_tok_s": {past: run["tokensPerSecond"] for past, run in long_decode.items()},
+        "first_token_ms_by_prompt": {past: run["firstTokenMs"] for past, run in long_decode.items()},
         "peak_browser_private_bytes": memory.result(),
         "peak_browser_private_bytes_long_contexts": long_memory.result() if long_contexts else None,
         "prompt_ids": run["promptIds"],
@@ -266,21 +287,34 @@ FIGURES = {
     "decode_warm_tok_s": lambda m: m["decode_tok_s"]["warm"],
     LONG_KEY: lambda m: m["decode_after_cached_tok_s"].get(str(LONG_CONTEXT[0])),
     "peak_memory_long_mb": lambda m: m["peak_browser_private_bytes_long_contexts"] / 1e6 if str(LONG_CONTEXT[0]) in m["decode_after_cached_tok_s"] else None,
+    FIRST_TOKEN_KEY: lambda m: m["first_token_ms_by_prompt"].get(str(FIRST_TOKEN_PROMPT)),
+    "first_over_warm": lambda m: m["decode_tok_s"]["first_generation"] / m["decode_tok_s"]["warm"],
 }
 
 
 def rounds_table(results: list[dict]) -> list[dict]:
-    """Per round and thread count: every run's warm decode, the faster peer dtype, and each site
-    variant's ratio to it."""
+    """Per round and thread count: every browser run's warm decode, the faster peer dtype, and each
+    site variant's ratio to it; native fp32's prefill and each site variant's prefill over it."""
     table: dict[tuple[int, int], dict] = {}
     for r in results:
-        if "measured" in r:
-            entry = table.setdefault((r["round"], r["threads"]), {"round": r["round"], "threads": r["threads"], "site": {}, "peer": {}})
-            entry[r["runner"]][r["variant"]] = r["measured"]["decode_tok_s"]["warm"]
+        if "measured" not in r:
+            continue
+        entry = table.setdefault(
+            (r["round"], r["threads"]), {"round": r["round"], "threads": r["threads"], "site": {}, "peer": {}, NATIVE_KEY: None, "site_prefill_ms": {}}
+        )
+        prefill = r["measured"]["prefill_ms"].get(str(PREFILL)) if r["runner"] != "peer" else None
+        if r["runner"] == "native":
+            entry[NATIVE_KEY] = prefill
+            continue
+        entry[r["runner"]][r["variant"]] = r["measured"]["decode_tok_s"]["warm"]
+        if prefill is not None:
+            entry["site_prefill_ms"][r["variant"]] = prefill
     for entry in table.values():
         entry["peer_best"] = max(entry["peer"], key=entry["peer"].get) if entry["peer"] else None
         best = entry["peer"].get(entry["peer_best"])
         entry["over_peer"] = {variant: round(tok_s / best, 3) for variant, tok_s in entry["site"].items()} if best else {}
+        native = entry[NATIVE_KEY]
+        entry["prefill_over_native_fp32"] = {variant: round(ms / native, 3) for variant, ms in entry["site_prefill_ms"].items()} if native else {}
     return list(table.values())
 
 
@@ -289,7 +323,7 @@ def summary(results: list[dict], rounds: list[dict]) -> tuple[list[dict], list[d
     over the rounds, with their spread (median, min, max, n) under ``spread``."""
     groups: dict[tuple[str, str, int], list[dict]] = {}
     for r in results:
-        if "measured" in r:
+        if "measured" in r and r["runner"] != "native":
             groups.setdefault((r["runner"], r["variant"], r["threads"]), []).append(r["measured"])
     site, peer = [], []
     for (runner, variant, threads), runs in groups.items():
@@ -304,6 +338,15 @@ def summary(results: list[dict], rounds: list[dict]) -> tuple[list[dict], list[d
             row["over_peer"] = spreads["over_peer"]["median"]
         row[LONG_KEY] = spreads[LONG_KEY]["median"]
         row["peak_memory_long_mb"] = spreads["peak_memory_long_mb"]["median"]
+        row[FIRST_TOKEN_KEY] = spreads[FIRST_TOKEN_KEY]["median"]
+        row["first_over_warm"] = spreads["first_over_warm"]["median"]
+        if runner == "site":
+            spreads[PREFILL_KEY] = spread(m["prefill_ms"][str(PREFILL)] for m in runs)
+            spreads[NATIVE_KEY] = spread(e[NATIVE_KEY] for e in rounds if e["threads"] == threads and e[NATIVE_KEY] is not None)
+            spreads["prefill_over_native_fp32"] = spread(e["prefill_over_native_fp32"][variant] for e in mine if variant in e["prefill_over_native_fp32"])
+            spreads["decode_in_session_run"] = spread((m["decode_in_session_run"] or {}).get("median") for m in runs)
+            for key in (PREFILL_KEY, NATIVE_KEY, "prefill_over_native_fp32", "decode_in_session_run"):
+                row[key] = spreads[key]["median"]
         row["spread"] = spreads
         (site if runner == "site" else peer).append(row)
     return site, peer
@@ -319,7 +362,7 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
 def token_checks(results: list[dict], prompt: list[int], native: dict[str, list[int]]) -> dict:
     """The greedy tokens compared: each run's prompt with Python's tokenizer, each peer run with
     onnxruntime in Python on the same file, and each site run with the peer runs of its round."""
-    done = [r for r in results if "measured" in r]
+    done = [r for r in results if "measured" in r and r["runner"] != "native"]
     peers = [r for r in done if r["runner"] == "peer"]
     sites = [r for r in done if r["runner"] == "site"]
     peer_vs_native = []
@@ -384,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown := [v for v in variants if v not in {v["name"] for v in manifest["variants"]}]:
         ap.error(f"unknown site variants {unknown}")
     threads_list = [int(t) for t in args.threads.split(",")]
-    long_contexts = () if args.no_long or sum(LONG_CONTEXT) > config["n_positions"] else (LONG_CONTEXT,)
+    long_contexts = () if args.no_long else tuple(c for c in LONG_CONTEXTS if sum(c) <= config["n_positions"])
 
     from transformers import GPT2TokenizerFast
 
@@ -397,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     link_peer(root, folder, manifest["name"])
     server, url = serve_in_thread(root)
     load_before = os.getloadavg()
-    runs = [("site", v) for v in variants] + [("peer", d) for d in dtypes]
+    runs = [("site", v) for v in variants] + [("peer", d) for d in dtypes] + [("native", "fp32")]
     results = []
     try:
         for round_ in range(args.repeat):
@@ -410,9 +453,20 @@ def main(argv: list[str] | None = None) -> int:
                     try:
                         if runner == "site":
                             row["measured"] = measure_browser(
-                                url + "index.html", manifest["name"], variant, threads, {}, 1, long_contexts, prefill_lengths=(), requests=requests
+                                url + "index.html",
+                                manifest["name"],
+                                variant,
+                                threads,
+                                {},
+                                PREFILL_RUNS,
+                                long_contexts,
+                                prefill_lengths=(PREFILL,),
+                                requests=requests,
                             )
                             del row["measured"]["_check_logits"]  # bench/browser.py's comparison with native logits
+                        elif runner == "native":
+                            row["measured"] = measure_native(reference, config, base, threads, PREFILL_RUNS, lengths=(PREFILL,))
+                            del row["measured"]["_check_logits"]
                         else:
                             row["measured"] = measure_peer(url, manifest["name"], folder, variant, threads, long_contexts, requests)
                     except Exception as err:  # e.g. a page error: record it, go on
@@ -421,13 +475,17 @@ def main(argv: list[str] | None = None) -> int:
                     local_only(requests, url)  # after a failure too: a request elsewhere ends the bench
                     row["requests"] = len(requests)
                     results.append(row)
-                    if "measured" in row:
+                    if runner == "native" and "measured" in row:
+                        print(f"    prefill of {PREFILL}: {row['measured']['prefill_ms'][str(PREFILL)]:.0f} ms", flush=True)
+                    elif "measured" in row:
                         m = row["measured"]
                         long_mb = FIGURES["peak_memory_long_mb"](m)
                         print(
                             f"    warm {m['decode_tok_s']['warm']:.1f} tok/s (first generation {m['decode_tok_s']['first_generation']:.1f}), "
                             f"after {LONG_CONTEXT[0]} cached {FIGURES[LONG_KEY](m)}, peak memory then {long_mb and round(long_mb)} MB, "
-                            f"download {m['bytes'] / 1e6:.1f} MB, {len(requests)} requests",
+                            f"download {m['bytes'] / 1e6:.1f} MB, {len(requests)} requests, "
+                            f"first token of {FIRST_TOKEN_PROMPT} {FIGURES[FIRST_TOKEN_KEY](m)} ms"
+                            + (f", prefill of {PREFILL} {m['prefill_ms'][str(PREFILL)]:.0f} ms" if runner == "site" else ""),
                             flush=True,
                         )
     finally:
@@ -459,6 +517,14 @@ def main(argv: list[str] | None = None) -> int:
                 "peer_best_wasm_tok_s": "median over rounds of the faster peer dtype's decode_warm_tok_s in that round",
                 "over_peer": "median over rounds of decode_warm_tok_s / peer_best_wasm_tok_s of the same round",
                 LONG_KEY: f"{LONG_CONTEXT[1]} new tokens after a {LONG_CONTEXT[0]}-token prompt, in the same page afterwards",
+                FIRST_TOKEN_KEY: f"from the generate call to the first new token of a {FIRST_TOKEN_PROMPT}-token prompt, in the same page after the warm runs",
+                "first_over_warm": "per run, the first generation's decode (right after the load) over decode_warm_tok_s; median over rounds",
+                PREFILL_KEY: f"site: one forward pass over {PREFILL} tokens (model.forward, the median of {PREFILL_RUNS} after one untimed)",
+                NATIVE_KEY: f"the fp32 reference graph in onnxruntime-Python, CPU provider, the same threads, the median of {PREFILL_RUNS} "
+                "after one untimed, once per round in the rotation",
+                "prefill_over_native_fp32": f"median over rounds of {PREFILL_KEY} / {NATIVE_KEY} of the same round",
+                "decode_in_session_run": "site: the share of the warm decode steps' time inside onnxruntime's session.run "
+                "(the worker's decodeRunMs over the decode window); median over rounds",
                 "peak_memory_long_mb": "sum of the browser processes' private resident memory (browser.MemorySampler), peak during that long run",
                 "download_mb": "site: the variant's files (info.bytes.total); peer: the files of its model folder it fetched",
                 "spread": "median, min and max over the rounds",
@@ -470,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
             "onnxruntime_web_peer": npm_version(PEER_MODULES, "onnxruntime-web"),
             "onnxruntime_web_peer_in_page": next((r["measured"]["onnxruntime_web"] for r in results if r["runner"] == "peer" and "measured" in r), None),
             "onnxruntime_web_site": json.loads((args.site / "assets" / "vendor" / "versions.json").read_text())["onnxruntime-web"],
-            "chromium": next((r["measured"]["user_agent"] for r in results if "measured" in r), None),
+            "chromium": next((r["measured"]["user_agent"] for r in results if "measured" in r and r["runner"] != "native"), None),
             "python": platform.python_version(),
             "onnxruntime_python": onnxruntime.__version__,
             "transformers_python": transformers.__version__,

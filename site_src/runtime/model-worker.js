@@ -610,6 +610,7 @@ async function generate({ id, ids, options = {} }) {
   let [logits] = await runner.feed(tokens, 1); // prefill: the whole prompt (in passes of tuning.prefillChunk)
   const prefillMs = performance.now() - started;
   const prefillRuns = runner.runs;
+  const prefillRunMs = runner.runMs;
   let firstTokenAt = 0;
   let reason = "max_tokens";
   let count = 0;
@@ -680,6 +681,7 @@ async function generate({ id, ids, options = {} }) {
     tokensPerSecond: count > 1 && decodeSeconds > 0 ? (count - 1) / decodeSeconds : null,
     cache: runner.held ? "held" : "present", // where the key-value cache lived between steps
     prefillRuns, // session runs of the prefill (tuning.prefillChunk)
+    decodeRunMs: runner.runMs - prefillRunMs, // of the decode steps' time, the part inside onnxruntime's run
   };
 }
 
@@ -887,7 +889,9 @@ function cachedRunner(runner) {
     } else {
       feeds = batchFeeds([ids], cached, past, runner);
     }
+    const ran = performance.now();
     const out = await exclusive(() => runner.session.run(feeds, fetches));
+    state.runMs += performance.now() - ran;
     if (held) {
       held.append(await Promise.all(runner.newNames.map((name) => out[name].getData())), ids.length);
     } else {
@@ -900,6 +904,7 @@ function cachedRunner(runner) {
   }
   const state = {
     ms: 0,
+    runMs: 0, // inside onnxruntime's run (the rest of ms is this worker's own JavaScript)
     passes: 0, // feeds
     runs: 0, // session runs (a long feed takes several)
     held: held !== null,

@@ -150,7 +150,7 @@ class GenerationRun extends StreamedRun {
           tokens.push(token);
           return token;
         },
-        /** {reason, message, seed, promptTokens, newTokens, tokensPerSecond, prefillMs, totalMs, cache, prefillRuns, tail} */
+        /** {reason, message, seed, promptTokens, newTokens, tokensPerSecond, prefillMs, totalMs, cache, prefillRuns, decodeRunMs, tail} */
         summarize: (summary) => ({ ...summary, tail: decoder.flush(), message: endMessage(summary) }),
       },
     );

@@ -27,6 +27,12 @@ SUMMARY_FIELDS = {
     "over_peer",
     "decode_after_1000_tok_s",
     "peak_memory_long_mb",
+    "first_token_512_ms",
+    "first_over_warm",
+    "prefill_128_ms",
+    "native_fp32_prefill_128_ms",
+    "prefill_over_native_fp32",
+    "decode_in_session_run",
     "spread",
 }
 
@@ -62,9 +68,17 @@ def test_peer_bench_generates_the_sites_tokens(tmp_path):
     assert (row["variant"], row["threads"]) == ("fp32", 2)
     assert row["decode_warm_tok_s"] > 0 and row["peer_best_wasm_tok_s"] > 0 and row["download_mb"] > 0
     assert row["over_peer"] == pytest.approx(row["decode_warm_tok_s"] / row["peer_best_wasm_tok_s"], abs=0.01)
-    assert row["decode_after_1000_tok_s"] is None and row["peak_memory_long_mb"] is None  # --no-long
+    assert row["decode_after_1000_tok_s"] is None and row["peak_memory_long_mb"] is None and row["first_token_512_ms"] is None  # --no-long
+    assert row["first_over_warm"] > 0
+    assert 0 < row["decode_in_session_run"] < 1  # the rest of a step is the worker's own JavaScript
     (round_,) = report["rounds"]
     assert round_["peer_best"] == "fp32" and round_["over_peer"]["fp32"] > 0
+    # item 4: the site's prefill beside onnxruntime-Python's on the same fp32 graph, in the same round
+    native = next(r for r in report["results"] if r["runner"] == "native")
+    assert "error" not in native and native["measured"]["prefill_ms"]["128"] > 0
+    assert row["native_fp32_prefill_128_ms"] == pytest.approx(native["measured"]["prefill_ms"]["128"], abs=0.01)
+    assert row["prefill_128_ms"] == pytest.approx(site["measured"]["prefill_ms"]["128"], abs=0.01)
+    assert row["prefill_over_native_fp32"] == pytest.approx(row["prefill_128_ms"] / row["native_fp32_prefill_128_ms"], abs=0.01)
 
     checks = report["checks"]
     assert checks["prompt_ids_agree"], "the site's and the peer's tokenizers read the prompt differently"
