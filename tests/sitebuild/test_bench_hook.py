@@ -190,6 +190,35 @@ def test_the_runtime_page_says_of_the_peer_what_peer_json_shows():
     assert bench_hook.row_of(report, "q8/peer/2") is next(p for p in peers if p["dtype"] == "q8")
 
 
+def test_the_runtime_page_says_of_prefill_and_the_first_token_what_peer_json_shows():
+    """The list after the peer table: the prefill ratio is the median of each round's site
+    prefill over that round's native fp32 prefill (recomputed from the runs), the first-token,
+    first-generation and in-run figures are quoted from peer.json, and the in-run share is a
+    share."""
+    text = " ".join((DOCS / "model/runtime.md").read_text().split())
+    report = json.loads((BENCH_RESULTS / "peer.json").read_text())
+    for marker in (
+        "[[bench: peer q8x/site/2 prefill_over_native_fp32]]",
+        "[[bench: peer q8x/site/2 native_fp32_prefill_128_ms]]",
+        "[[bench: peer q8x/site/2 first_token_512_ms]]",
+        "[[bench: peer q8/peer/2 first_token_512_ms]]",
+        "[[bench: peer q8x/site/2 first_over_warm]]",
+        "[[bench: peer q8x/site/2 decode_in_session_run]]",
+    ):
+        assert marker in text, marker
+    runs = [r for r in report["results"] if "error" not in r]
+    for site in report["summary"]:
+        ratios = []
+        for r in runs:
+            if r["runner"] == "site" and r["threads"] == site["threads"]:
+                (native,) = (n for n in runs if n["runner"] == "native" and (n["round"], n["threads"]) == (r["round"], r["threads"]))
+                ratios.append(r["measured"]["prefill_ms"]["128"] / native["measured"]["prefill_ms"]["128"])
+        assert len(ratios) == report["setup"]["repeat"]
+        assert statistics.median(ratios) == pytest.approx(site["prefill_over_native_fp32"], abs=0.01)
+        assert 0 < site["decode_in_session_run"] < 1
+    assert "Both compute the logits of every position" in text  # model.forward and measure_native fetch the logits of the whole pass
+
+
 def test_the_runtime_page_says_of_the_session_settings_what_browser_variants_json_shows():
     """The paragraph "None of them decoded clearly faster": each other setting's spread of warm decoding
     overlaps the site's own, so the rounds do not support adopting any."""
