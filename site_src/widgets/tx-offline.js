@@ -33,11 +33,13 @@ const STYLE = `
   .facts { margin: 0.3em 0; }
   .facts p { margin: 0.2em 0; }
   .actions { display: flex; flex-wrap: wrap; gap: 0.6em; align-items: center; margin-top: 0.4em; }
-  /* A phone: four narrow columns, long words may break. */
+  /* A phone: four narrow columns. A header wraps only between its words and a size stays on one
+     line; only the parts' names and states may break inside a word, if a word is too long. */
   @media (max-width: 600px) {
     table { font-size: 0.9em; }
-    td.num, th.num { white-space: normal; }
-    th, td { padding: 0.2em 0.25em; overflow-wrap: anywhere; }
+    th.num { white-space: normal; }
+    th, td { padding: 0.2em 0.25em; }
+    td:not(.num) { overflow-wrap: anywhere; }
   }
 `;
 

@@ -301,6 +301,21 @@ def test_the_button_makes_everything_available_offline(offline_tab):
     weights = widget.locator('tr[data-group="model-weights"]')
     assert weights.get_attribute("data-draft") == "yes" and "; draft: q" in weights.inner_text()
 
+    # On a phone the table fits, and a header wraps only between its words (it used to read
+    # "Availabl e" and "Sto red"): each header's text takes at most one line per word.
+    size = p.viewport_size
+    p.set_viewport_size({"width": PHONE_WIDTH, "height": 740})
+    assert not overflow(p), overflow(p)
+    headers = p.evaluate("""() => [...document.querySelector("tx-offline").shadowRoot.querySelectorAll("thead th")].map((th) => {
+        const range = document.createRange();
+        range.selectNodeContents(th);
+        return [th.textContent.trim(), new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size];
+    })""")
+    p.set_viewport_size(size)
+    assert [name for name, _ in headers] == ["Part", "Available offline", "Stored", "Full size"]
+    for name, lines in headers:
+        assert lines <= len(name.split()), f"the header {name!r} takes {lines} lines at {PHONE_WIDTH} px"
+
     # The button stored what a never-visited model widget needs beyond the default variant:
     # speculative decoding's batch-invariant variant and its draft, which run offline.
     go_offline(offline_tab)
